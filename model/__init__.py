@@ -1,0 +1,13 @@
+"""Attention Explorer's models: pure PyTorch, every stage of attention behind a hook point.
+
+    import model
+    m = model.load("seed")
+    out, cache = m.run_with_cache(["first sentence", "a second, longer sentence"])
+    cache["encoder.blocks.0.self_attn.hook_pattern"]  # (batch, head, q, k)
+"""
+from .base import HookedModel, ModelInfo, Output
+from .hooks import Cache, HookPoint, hooks
+from .registry import WeightsError, available, load
+
+__all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
+           "hooks", "WeightsError"]

@@ -1,0 +1,105 @@
+"""The one explicit attention of the project, shared by every architecture.
+
+Written out step by step (never the fused ``scaled_dot_product_attention``), because the
+intermediate tensors are exactly what the explorer shows:
+
+    q, k, v = x W_Q, x W_K, x W_V          (split into heads; rotary if any)
+    scores   = q kᵀ / √d_k
+    masked   = scores where mask else −inf
+    pattern  = softmax(masked)             (disallowed entries exactly 0)
+    z        = pattern v
+    out      = concat(z) W_O
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .hooks import HookPoint
+from .positional import apply_rotary
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """True where the key is a real token. ids: (B, T) -> (B, 1, 1, T)."""
+    return (ids != pad_id)[:, None, None, :]
+
+
+def causal_mask(t: int, device=None) -> torch.Tensor:
+    """The subsequent mask: query i may see keys 0..i. -> (1, 1, T, T)."""
+    return torch.ones(t, t, dtype=torch.bool, device=device).tril()[None, None]
+
+
+class Attention(nn.Module):
+    """Multi-head attention with separate W_Q, W_K, W_V, W_O; optional grouped K/V heads."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        d_head: int | None = None,
+        bias: bool = True,
+        out_bias: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads or n_heads
+        if n_heads % self.n_kv_heads:
+            raise ValueError("n_heads must be a multiple of n_kv_heads")
+        self.d_head = d_head or d_model // n_heads
+        self.W_Q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
+        self.W_K = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.W_V = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.W_O = nn.Linear(n_heads * self.d_head, d_model, bias=bias if out_bias is None else out_bias)
+        self.hook_q = HookPoint()  # (B, nh, Tq, hs)
+        self.hook_k = HookPoint()  # (B, nh, Tk, hs)
+        self.hook_v = HookPoint()  # (B, nh, Tk, hs)
+        self.hook_scores = HookPoint()  # (B, nh, Tq, Tk)
+        self.hook_mask = HookPoint()  # (B, 1, Tq, Tk) bool, True = allowed
+        self.hook_masked_scores = HookPoint()  # (B, nh, Tq, Tk)
+        self.hook_pattern = HookPoint()  # (B, nh, Tq, Tk)
+        self.hook_z = HookPoint()  # (B, nh, Tq, hs)
+        self.hook_out = HookPoint()  # (B, Tq, d_model)
+
+    def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, n, self.d_head).transpose(1, 2)  # (B, n, T, hs)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        kv: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """x: (B, Tq, d) queries; kv: (B, Tk, d) keys/values (default x); mask broadcastable
+        to (B, 1, Tq, Tk), True where allowed; rotary: (cos, sin) tables for (Tq == Tk)."""
+        kv = x if kv is None else kv
+        B, Tq, _ = x.shape
+        Tk = kv.shape[1]
+        q = self._heads(self.W_Q(x), self.n_heads)  # (B, nh, Tq, hs)
+        k = self._heads(self.W_K(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
+        v = self._heads(self.W_V(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
+        if rotary is not None:
+            cos, sin = rotary
+            q = apply_rotary(q, cos, sin)
+            k = apply_rotary(k, cos, sin)
+        group = self.n_heads // self.n_kv_heads
+        if group > 1:  # grouped-query attention: each K/V head serves `group` query heads
+            k = k.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
+            v = v.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+
+        scores = self.hook_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, nh, Tq, Tk)
+        if mask is None:
+            mask = torch.ones(1, 1, Tq, Tk, dtype=torch.bool, device=x.device)
+        mask = self.hook_mask(mask.expand(B, 1, Tq, Tk))  # (B, 1, Tq, Tk)
+        masked = self.hook_masked_scores(scores.masked_fill(~mask, float("-inf")))
+        pattern = torch.softmax(masked, dim=-1)
+        # a row with no allowed key (never produced by the models here) gives zeros, not NaN
+        pattern = self.hook_pattern(torch.where(mask.any(-1, keepdim=True), pattern, 0.0))
+        z = self.hook_z(pattern @ v)  # (B, nh, Tq, hs)
+        z = z.transpose(1, 2).reshape(B, Tq, self.n_heads * self.d_head)  # (B, Tq, nh*hs)
+        return self.hook_out(self.W_O(z))  # (B, Tq, d)

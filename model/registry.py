@@ -1,0 +1,98 @@
+"""``model.load(name_or_path, ...)``: one entry point for every model the project knows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from .base import HookedModel
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+# name -> (description, how it loads)
+SEED_WEIGHTS = {
+    "seed": ASSETS / "seed-reverse.safetensors",
+    "seed-sort": ASSETS / "seed-sort.safetensors",
+}
+SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
+FETCHED = ("minilm", "smollm2")
+
+
+class WeightsError(RuntimeError):
+    """A weight file is missing, unreadable or does not match its architecture."""
+
+
+def available() -> list[str]:
+    """Names that ``load`` accepts (local paths aside)."""
+    return [*SEED_WEIGHTS, *FETCHED]
+
+
+def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
+    from safetensors import SafetensorError, safe_open
+
+    from .seed import SeedConfig, SeedTransformer
+    from .tokenizer import char_tokenizer
+
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"weight file not found: {path}. Reinstall the project or retrain with "
+                           f"`python -m model.train reverse`.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise WeightsError(f"{path.name} is not a readable safetensors file ({e}); "
+                           f"it may be truncated or corrupt") from None
+    if meta.get("format") != "attention-explorer-seed":
+        raise WeightsError(f"{path.name} is not a seed Transformer checkpoint")
+    cfg = SeedConfig.from_dict(json.loads(meta["config"]))
+    tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
+    m = SeedTransformer(cfg, tok, name=name)
+    missing, unexpected = m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+    if missing or unexpected:
+        raise WeightsError(f"{path.name} does not match the seed architecture "
+                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return m.eval()
+
+
+def random_seed_model(**overrides) -> HookedModel:
+    """An untrained seed Transformer with user-chosen shape (seeded, so reproducible)."""
+    from .seed import SeedConfig, SeedTransformer
+
+    cfg = SeedConfig.from_dict({**overrides, "task": "untrained"})
+    unknown = set(overrides) - set(SeedConfig.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown settings for the seed model: {sorted(unknown)}")
+    torch.manual_seed(cfg.seed)
+    return SeedTransformer(cfg, name="seed (untrained)").eval()
+
+
+def load(name_or_path: str | Path = "seed", *, random: bool = False, **overrides) -> HookedModel:
+    """Load a model by name ("seed", "seed-sort", "minilm", "smollm2") or local path.
+
+    ``random=True`` builds an untrained seed Transformer; ``overrides`` set its shape
+    (d_model, n_heads, n_layers, n_decoder_layers, d_ff, pe_base, seed, ...).
+    """
+    key = str(name_or_path)
+    if random:
+        if key not in SEED_WEIGHTS:
+            raise ValueError("random=True is available for the seed Transformer only")
+        return random_seed_model(**overrides)
+    if overrides:
+        raise TypeError("settings other than random=True apply to untrained models only")
+    if key in SEED_WEIGHTS:
+        return load_seed_file(SEED_WEIGHTS[key], name=key)
+    if key in FETCHED:
+        from . import pretrained
+
+        return pretrained.load_named(key)
+    path = Path(key).expanduser()
+    if path.exists():
+        from . import pretrained
+
+        if path.suffix == ".safetensors":
+            return load_seed_file(path, name=path.stem)
+        return pretrained.load_path(path)
+    raise WeightsError(f"unknown model {key!r}: use one of {', '.join(available())} or a local path")

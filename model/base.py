@@ -40,7 +40,7 @@ class ModelInfo:
 
 @dataclass
 class Output:
-    logits: torch.Tensor  # (B, T, vocab): the encoder–decoder's and decoder's predictions
+    logits: torch.Tensor | None = None  # (B, T, vocab): encoder–decoder and decoder predictions
     generated: list[str] | None = None  # encoder–decoder: what it wrote, greedily
     hidden: torch.Tensor | None = None  # (B, T, d) the last stream (the encoder's, for BERT)
     truncated: list[bool] = field(default_factory=list)

@@ -1,0 +1,201 @@
+"""Train the shipped seed Transformer weights on toy tasks whose attention is worth seeing.
+
+    python -m model.train reverse     # the default model: the input reversed, character by character
+    python -m model.train sort        # the distinct letters of the input, in alphabetical order
+
+Both are seeded and reproducible (same seed, same machine → same weights). ``reverse`` makes
+cross-attention run along the anti-diagonal (a positional pattern); ``sort`` makes it jump to
+wherever the next letter sits in the input (a content-based pattern).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import string
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS
+from .seed import SeedConfig, SeedTransformer
+from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, save
+
+MAX_CHARS = 40
+LOWER = string.ascii_lowercase
+# A few common syllables and words so that "natural" sequences look like text, not noise.
+_EN_WORDS = ("the a of and to in is it you that he was for on are as with his they at be this "
+             "from have or by one had not but what all were when we there can an your which "
+             "their said if do will each about how up out them then she many some so these would "
+             "other into has more her two like him see time could no make than first been its who "
+             "now people my made over did down only way find use may water long little very after "
+             "words called just where most know attention model token query key value head layer").split()
+_KO_WORDS = ("나는 너는 우리 오늘 내일 학교 에 에서 가 이 을 를 은 는 하다 했다 합니다 입니다 "
+             "사람 시간 공부 어텐션 모델 토큰 문장 단어 한국어 영어 마스크 위치 인코딩 그리고 "
+             "하지만 정말 아주 많이 조금 먹었다 갔다 왔다 좋아요 감사합니다 안녕하세요 세계").split()
+
+
+def task_target(task: str, s: str) -> str:
+    if task == "reverse":
+        return s[::-1]
+    if task == "sort":
+        return "".join(sorted(set(s)))
+    raise ValueError(f"unknown task {task!r}: choose reverse or sort")
+
+
+def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> str:
+    out = ""
+    while len(out) < n:
+        w = rng.choice(words)
+        if rng.random() < 0.15:
+            w = w.capitalize() + rng.choice(",.!?")
+        out = (out + " " + w) if out else w
+    return out[:n]
+
+
+def sample_input(task: str, rng: random.Random, n: int | None = None) -> str:
+    """One training/evaluation input of 1..MAX_CHARS characters from the task's domain."""
+    n = n or rng.randint(1, MAX_CHARS)
+    if task == "sort":  # lowercase letters, biased toward few distinct letters now and then
+        pool = LOWER if rng.random() < 0.7 else rng.sample(LOWER, rng.randint(1, 8))
+        return "".join(rng.choice(pool) for _ in range(n))
+    mode = rng.random()
+    if mode < 0.3:
+        return "".join(rng.choice(PRINTABLE_ASCII) for _ in range(n))
+    if mode < 0.55:
+        return "".join(rng.choice(HANGUL_SYLLABLES) for _ in range(n))
+    if mode < 0.75:
+        return "".join(rng.choice(PRINTABLE_ASCII if rng.random() < 0.5 else HANGUL_SYLLABLES)
+                       for _ in range(n))
+    if mode < 0.85:  # few distinct characters: repeats force attention by position, not content
+        pool = rng.sample(PRINTABLE_ASCII + HANGUL_SYLLABLES[:50], rng.randint(1, 4))
+        return "".join(rng.choice(pool) for _ in range(n))
+    return _words(rng, _EN_WORDS if rng.random() < 0.5 else _KO_WORDS, n)
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor  # (B, S)  chars + </s>
+    tgt_in: torch.Tensor  # (B, T)  <s> + target
+    tgt_out: torch.Tensor  # (B, T)  target + </s>
+
+
+def make_batch(task: str, tt, rng: random.Random, size: int, srcs: list[str] | None = None) -> Batch:
+    from .base import pad_batch
+
+    srcs = srcs or [sample_input(task, rng) for _ in range(size)]
+    src_ids = [e.ids for e in tt.encode(srcs)]
+    tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
+    return Batch(
+        src=pad_batch(src_ids, tt.pad_id),
+        tgt_in=pad_batch([[tt.bos_id] + t for t in tgt_ids], tt.pad_id),
+        tgt_out=pad_batch([t + [tt.eos_id] for t in tgt_ids], tt.pad_id),
+    )
+
+
+def batches(task: str, tt, rng: random.Random, size: int, pool: int = 16):
+    """Endless batches; inputs of similar length go together so little compute is padding."""
+    while True:
+        srcs = sorted((sample_input(task, rng) for _ in range(size * pool)), key=len)
+        chunks = [srcs[i: i + size] for i in range(0, len(srcs), size)]
+        rng.shuffle(chunks)
+        for c in chunks:
+            yield make_batch(task, tt, rng, size, c)
+
+
+def sampled_loss(model: SeedTransformer, b: Batch, always: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the ids that occur in the batch plus ``always`` (specials, ASCII).
+
+    The full vocabulary has 11k Hangul syllables; scoring only the candidates present keeps a
+    step cheap. Evaluation and the app always use the full softmax.
+    """
+    memory, src_mask = model.encode(b.src)
+    self_mask = (b.tgt_in != model.cfg.pad_id)[:, None, None, :] & torch.ones(
+        b.tgt_in.shape[1], b.tgt_in.shape[1], dtype=torch.bool).tril()
+    h = model.decoder(model.embed_tokens(b.tgt_in), memory, self_mask, src_mask)  # (B, T, d)
+    keep = b.tgt_out != model.cfg.pad_id
+    cand = torch.unique(torch.cat([b.tgt_out[keep], b.src.flatten(), always]))  # sorted
+    logits = h[keep] @ model.embedding.weight[cand].T  # (N, C)
+    target = torch.searchsorted(cand, b.tgt_out[keep])
+    return F.cross_entropy(logits, target)
+
+
+@torch.inference_mode()
+def exact_match(model: SeedTransformer, task: str, inputs: list[str], batch: int = 256) -> float:
+    """Fraction of inputs whose greedy output equals the task's target exactly."""
+    ok = 0
+    for i in range(0, len(inputs), batch):
+        chunk = inputs[i: i + batch]
+        out = model.run(chunk)
+        ok += sum(g == task_target(task, s) for g, s in zip(out.generated, chunk))
+    return ok / len(inputs)
+
+
+def held_out(task: str, n: int, seed: int) -> list[str]:
+    rng = random.Random(10_000 + seed)
+    return [sample_input(task, rng) for _ in range(n)]
+
+
+def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict,
+          log: Callable[[str], None] = print) -> tuple[SeedTransformer, dict]:
+    from tqdm import tqdm
+
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tt = char_tokenizer()
+    cfg = SeedConfig(vocab_size=tt.vocab_size, task=task, seed=seed, **cfg_overrides)
+    model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    warmup = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))) + 0.01)
+    always = torch.arange(4 + len(PRINTABLE_ASCII))
+    t0 = time.time()
+    bar = tqdm(range(steps), desc=f"train {task}", file=sys.stderr, mininterval=2)
+    model.train()
+    data = batches(task, tt, rng, batch_size)
+    for step in bar:
+        loss = sampled_loss(model, next(data), always)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+    model.eval()
+    seconds = time.time() - t0
+    acc = exact_match(model, task, held_out(task, 1000, seed))
+    log(f"{task}: {steps} steps in {seconds:.0f} s; held-out exact match {acc:.4f}")
+    return model, {"steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
+                   "held_out_exact_match": acc}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", choices=["reverse", "sort"])
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: per task)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    steps = a.steps or {"reverse": 3000, "sort": 2000}[a.task]
+    model, stats = train(a.task, steps, a.batch_size, a.seed, {})
+    out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
+    ASSETS.mkdir(exist_ok=True)
+    if not SEED_TOKENIZER.exists():
+        save(build_char_tokenizer(), SEED_TOKENIZER)
+    model.save(out, extra={"training": stats})
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

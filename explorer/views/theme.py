@@ -1,0 +1,134 @@
+"""Figure themes: "screen" (what the app shows) and "presentation" (slides).
+
+    fig = apply_theme(stage_figure(...)[0], "presentation")   # a themed copy; the input is untouched
+
+"screen" keeps the figure's colours, labels and order exactly as on screen and only makes sure
+every text has a real CJK font (so Korean tokens never turn into empty boxes in PNG/PDF).
+"presentation" is for slides: white background, large fonts, colour-blind-safe colour scales
+(Cividis for sequential data, RdBu for diverging data, the Okabe–Ito palette for lines) and a
+16:9 export size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+from plotly.colors import get_colorscale, hex_to_rgb, unlabel_rgb
+
+# Noto Sans CJK KR (Debian: fonts-noto-cjk) has both Hangul and Latin glyphs; the rest are fallbacks
+# for machines (macOS, Windows) that open an SVG without it.
+FONT_FAMILY = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", "DejaVu Sans", sans-serif'
+CJK_FONT = "Noto Sans CJK KR"
+
+# Okabe & Ito (2008), safe for every common colour-vision deficiency.
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+@dataclass(frozen=True)
+class Theme:
+    name: str
+    width: int  # default export size in layout pixels
+    height: int
+    font_size: int | None  # None: keep the figure's own sizes
+    title_size: int | None = None
+    tick_size: int | None = None
+    cell_text_size: int | None = None  # numbers written inside heatmap cells
+    light: bool = False  # force a white background and dark text
+    colour_blind_safe: bool = False  # swap colour scales for colour-blind-safe ones
+    caption_size: int = 14
+
+
+THEMES: dict[str, Theme] = {
+    "screen": Theme("screen", width=1280, height=720, font_size=None, caption_size=13),
+    "presentation": Theme("presentation", width=1600, height=900, font_size=22, title_size=30,
+                          tick_size=20, cell_text_size=18, light=True, colour_blind_safe=True,
+                          caption_size=18),
+}
+THEME_NAMES = tuple(THEMES)
+DEFAULT_THEME = "screen"
+
+
+def get_theme(name: str) -> Theme:
+    try:
+        return THEMES[name]
+    except KeyError:
+        raise ValueError(f"unknown theme {name!r}; choose one of {', '.join(THEMES)}") from None
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    colour = colour.strip()
+    if colour.startswith("#"):
+        return tuple(float(c) for c in hex_to_rgb(colour))  # type: ignore[return-value]
+    return tuple(float(c) for c in unlabel_rgb(colour)[:3])  # type: ignore[return-value]
+
+
+def _luminance(colour: str) -> float:
+    r, g, b = _rgb(colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _safe_scale(scale, *, diverging_hint: bool) -> str:
+    """A colour-blind-safe named scale with the same shape (sequential or diverging) and polarity."""
+    try:
+        stops = get_colorscale(scale) if isinstance(scale, str) else [list(s) for s in scale]
+        lo, mid, hi = stops[0][1], _midpoint(stops), stops[-1][1]
+        l_lo, l_mid, l_hi = _luminance(lo), _luminance(mid), _luminance(hi)
+    except Exception:  # an exotic scale: keep a sensible default
+        return "RdBu_r" if diverging_hint else "Cividis"
+    diverging = diverging_hint or (l_mid > l_lo + 40 and l_mid > l_hi + 40)
+    if diverging:
+        # RdBu (ColorBrewer, colour-blind safe); keep which end is red
+        red_high = _rgb(hi)[0] - _rgb(hi)[2] > _rgb(lo)[0] - _rgb(lo)[2]
+        return "RdBu_r" if red_high else "RdBu"
+    # Cividis runs dark -> light; reverse it when the original ran light -> dark
+    return "Cividis_r" if l_lo > l_hi else "Cividis"
+
+
+def _midpoint(stops) -> str:
+    return min(stops, key=lambda s: abs(float(s[0]) - 0.5))[1]
+
+
+def _font(size: int | None = None, colour: str | None = None) -> dict:
+    font: dict = {"family": FONT_FAMILY}
+    if size:
+        font["size"] = size
+    if colour:
+        font["color"] = colour
+    return font
+
+
+def apply_theme(fig: go.Figure, name: str = DEFAULT_THEME) -> go.Figure:
+    """Return a themed copy of ``fig``; ``fig`` itself is never changed."""
+    theme = get_theme(name)
+    out = go.Figure(fig)
+    text_colour = "#111111" if theme.light else None
+    out.update_layout(font=_font(theme.font_size, text_colour))
+    if theme.light:
+        out.update_layout(template="plotly_white", paper_bgcolor="white", plot_bgcolor="white",
+                          colorway=OKABE_ITO, colorscale_sequential="Cividis",
+                          colorscale_diverging="RdBu_r")
+    if theme.title_size:
+        out.update_layout(title_font=_font(theme.title_size, text_colour))
+    if theme.tick_size:
+        out.update_xaxes(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
+        out.update_yaxes(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
+    for ann in out.layout.annotations or ():
+        ann.font = _font(theme.font_size or (ann.font.size if ann.font else None),
+                         text_colour or (ann.font.color if ann.font else None))
+    for trace in out.data:
+        _theme_trace(trace, theme)
+    return out
+
+
+def _theme_trace(trace, theme: Theme) -> None:
+    props = trace.to_plotly_json()  # what the trace sets itself (not the template defaults)
+    if "textfont" in trace and ("text" in props or "texttemplate" in props):
+        trace.textfont = _font(theme.cell_text_size or (trace.textfont.size or None))
+    if theme.colour_blind_safe and "colorscale" in trace and trace.colorscale is not None:
+        zmid = props.get("zmid") if "zmid" in trace else None
+        trace.colorscale = _safe_scale(trace.colorscale, diverging_hint=zmid is not None)
+    if theme.colour_blind_safe and "marker" in props and "colorscale" in props["marker"]:
+        trace.marker.colorscale = _safe_scale(trace.marker.colorscale,
+                                              diverging_hint=trace.marker.cmid is not None)
+    if theme.tick_size and "colorbar" in trace:
+        trace.colorbar.tickfont = _font(theme.tick_size)

@@ -5,7 +5,7 @@
 "screen" keeps the figure's colours, labels and order exactly as on screen and only makes sure
 every text has a real CJK font (so Korean tokens never turn into empty boxes in PNG/PDF).
 "presentation" is for slides: white background, large fonts, colour-blind-safe colour scales
-(Cividis for sequential data, RdBu for diverging data, the Okabe–Ito palette for lines) and a
+(unsafe scales such as Jet or Rainbow become Cividis or RdBu; the Okabe–Ito palette for lines) and a
 16:9 export size.
 """
 from __future__ import annotations
@@ -67,25 +67,41 @@ def _luminance(colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def _safe_scale(scale, *, diverging_hint: bool) -> str:
-    """A colour-blind-safe named scale with the same shape (sequential or diverging) and polarity."""
+# Scales that are already colour-blind safe (single-hue or ColorBrewer/matplotlib CVD-safe ones):
+# kept as they are, so slides look like the screen where that is already safe.
+SAFE_SCALES = ("Blues", "Greens", "Greys", "Oranges", "Purples", "Reds", "BuGn", "BuPu", "GnBu",
+               "OrRd", "PuBu", "PuBuGn", "PuRd", "RdPu", "YlGn", "YlGnBu", "YlOrBr", "YlOrRd",
+               "Viridis", "Cividis", "Plasma", "Inferno", "Magma",
+               "RdBu", "PuOr", "BrBG", "PiYG", "PRGn", "RdYlBu")
+
+
+def _key(stops) -> tuple:
+    return tuple((round(float(p), 4), str(c).replace(" ", "").lower()) for p, c in stops)
+
+
+_SAFE_KEYS = {_key(get_colorscale(n + r)) for n in SAFE_SCALES for r in ("", "_r")}
+DIVERGING_SCALES = ("RdBu", "PuOr", "BrBG", "PiYG", "PRGn", "RdYlBu", "RdYlGn", "RdGy", "Spectral",
+                    "Portland", "Picnic", "Armyrose", "Earth", "Fall", "Geyser", "Tealrose",
+                    "Temps", "Tropic", "balance", "curl", "delta")
+_DIVERGING_KEYS = {_key(get_colorscale(n + r)) for n in DIVERGING_SCALES for r in ("", "_r")}
+
+
+def _safe_scale(scale, *, diverging_hint: bool):
+    """The scale itself if colour-blind safe, else a safe one of the same shape and polarity."""
     try:
         stops = get_colorscale(scale) if isinstance(scale, str) else [list(s) for s in scale]
-        lo, mid, hi = stops[0][1], _midpoint(stops), stops[-1][1]
-        l_lo, l_mid, l_hi = _luminance(lo), _luminance(mid), _luminance(hi)
+        if _key(stops) in _SAFE_KEYS:
+            return scale
+        lo, hi = stops[0][1], stops[-1][1]
+        l_lo, l_hi = _luminance(lo), _luminance(hi)
     except Exception:  # an exotic scale: keep a sensible default
         return "RdBu_r" if diverging_hint else "Cividis"
-    diverging = diverging_hint or (l_mid > l_lo + 40 and l_mid > l_hi + 40)
-    if diverging:
+    if diverging_hint or _key(stops) in _DIVERGING_KEYS:
         # RdBu (ColorBrewer, colour-blind safe); keep which end is red
         red_high = _rgb(hi)[0] - _rgb(hi)[2] > _rgb(lo)[0] - _rgb(lo)[2]
         return "RdBu_r" if red_high else "RdBu"
     # Cividis runs dark -> light; reverse it when the original ran light -> dark
     return "Cividis_r" if l_lo > l_hi else "Cividis"
-
-
-def _midpoint(stops) -> str:
-    return min(stops, key=lambda s: abs(float(s[0]) - 0.5))[1]
 
 
 def _font(size: int | None = None, colour: str | None = None) -> dict:

@@ -1,0 +1,481 @@
+"""Static export of the explorer's figures: PNG, SVG, PDF, CSV, and one-click ZIP bundles.
+
+Pure Python (no Streamlit). Images come from plotly.js running in Debian's chromium through
+kaleido; one chromium is started on the first export and kept warm for the rest of the process,
+so repeated exports take a fraction of a second. Nothing here ever downloads a browser: when
+chromium is missing, every image export raises ``ExportUnavailable`` with the command that
+installs it, and CSV export keeps working.
+
+    png = figure_bytes(fig, "png", scale=2)                  # bytes
+    data = bundle_zip(cache, info, sel, model_name="seed", text="...", formats=("png", "pdf"))
+
+Command line (the same figure code as the app):
+
+    python -m explorer.export --model seed --text "hello world" --layer 0 --head 1 \\
+        --stages all --format png,svg,pdf --out slides/
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import html
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import unicodedata
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from explorer.views.theme import DEFAULT_THEME, THEME_NAMES, apply_theme, get_theme
+
+IMAGE_FORMATS = ("png", "svg", "pdf")
+FORMATS = (*IMAGE_FORMATS, "csv")
+MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf",
+        "csv": "text/csv", "zip": "application/zip", "json": "application/json"}
+INSTALL_COMMAND = "apt-get install -y chromium fonts-noto-cjk"
+# Where a browser is looked for, in order (BROWSER_PATH, the variable choreographer and kaleido
+# honour, overrides them all).
+BROWSER_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
+                      "google-chrome-stable")
+RENDER_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0
+
+
+class ExportError(RuntimeError):
+    """A figure could not be exported."""
+
+
+class ExportUnavailable(ExportError):
+    """Image export is impossible on this machine (no chromium, no kaleido); CSV still works."""
+
+    def __init__(self, reason: str, install: str = INSTALL_COMMAND) -> None:
+        self.reason = reason
+        self.install = install
+        super().__init__(f"{reason} Install it with: {install}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser: found, never downloaded
+# ---------------------------------------------------------------------------------------------
+
+def browser_path() -> str:
+    """The chromium executable to use; raises ExportUnavailable when there is none."""
+    override = os.environ.get("BROWSER_PATH")
+    if override:
+        if Path(override).is_file() and os.access(override, os.X_OK):
+            return override
+        raise ExportUnavailable(f"No browser at BROWSER_PATH={override!r}.")
+    for name in BROWSER_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ExportUnavailable("Image export (PNG, SVG, PDF) needs chromium, which is not installed.")
+
+
+def unavailable_reason() -> ExportUnavailable | None:
+    """Cheap check (no browser is started): None when image export should work."""
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return ExportUnavailable("Image export needs the kaleido package.",
+                                 install="pip install 'kaleido==1.5.0'")
+    try:
+        browser_path()
+    except ExportUnavailable as e:
+        return e
+    return None
+
+
+class _Renderer:
+    """One warm kaleido/chromium, driven from an asyncio loop on a daemon thread.
+
+    Thread-safe: any thread (a Streamlit session, a deferred download) submits a render with
+    ``asyncio.run_coroutine_threadsafe``. kaleido's own ``start_sync_server`` is not used because
+    its call/return queues are shared without a lock, so two concurrent callers could receive
+    each other's images.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._kaleido = None
+        self._path: str | None = None
+
+    @property
+    def warm(self) -> bool:
+        return self._kaleido is not None
+
+    def _start(self) -> None:
+        reason = unavailable_reason()
+        if reason:
+            raise reason
+        path = browser_path()
+        import kaleido
+
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="explorer-export", daemon=True)
+        thread.start()
+        try:
+            k = kaleido.Kaleido(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S)
+            asyncio.run_coroutine_threadsafe(k.open(), loop).result(START_TIMEOUT_S)
+        except Exception as e:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            if isinstance(e, ExportUnavailable):
+                raise
+            raise ExportUnavailable(f"chromium at {path} could not be started ({type(e).__name__}: "
+                                    f"{e}).") from None
+        self._loop, self._thread, self._kaleido, self._path = loop, thread, k, path
+
+    def ensure_started(self) -> None:
+        with self._lock:
+            if self._kaleido is None or (self._path != os.environ.get("BROWSER_PATH", self._path)):
+                self._stop_locked()
+                self._start()
+
+    def render(self, fig: dict, opts: dict) -> bytes:
+        error: Exception = ExportError("the export browser stopped unexpectedly")
+        for _attempt in (1, 2):
+            self.ensure_started()
+            with self._lock:
+                loop, k = self._loop, self._kaleido
+            if loop is None or k is None:
+                continue
+            future = asyncio.run_coroutine_threadsafe(k.calc_fig(fig, opts=opts), loop)
+            try:
+                return future.result(RENDER_TIMEOUT_S + 5)
+            except (FutureTimeout, asyncio.TimeoutError):
+                future.cancel()
+                error = ExportError(f"rendering took longer than {RENDER_TIMEOUT_S:.0f} s")
+            except Exception as e:  # a crashed browser or a figure plotly.js refused
+                error = ExportError(f"{opts.get('format', '?')} export failed: "
+                                    f"{type(e).__name__}: {e}")
+            # the browser may be broken: start a fresh one and try once more
+            self.stop()
+        raise error
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        loop, k, thread = self._loop, self._kaleido, self._thread
+        self._loop = self._kaleido = self._thread = None
+        if loop is None:
+            return
+        if k is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(k.close(), loop).result(15)
+            except Exception:  # already dead: nothing left to close
+                pass
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(5)
+
+
+_RENDERER = _Renderer()
+atexit.register(_RENDERER.stop)
+
+
+def warm_up() -> None:
+    """Start chromium now (e.g. when the app starts) so the first export is already fast."""
+    _RENDERER.ensure_started()
+
+
+def shutdown() -> None:
+    """Close the warm chromium (the next export starts a new one)."""
+    _RENDERER.stop()
+
+
+def is_warm() -> bool:
+    return _RENDERER.warm
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures to bytes
+# ---------------------------------------------------------------------------------------------
+
+def export_size(fig: go.Figure, theme: str = DEFAULT_THEME, width: int | None = None,
+                height: int | None = None) -> tuple[int, int]:
+    """Layout size of the exported figure: explicit > the figure's own > the theme's 16:9."""
+    t = get_theme(theme)
+    return (int(width or fig.layout.width or t.width), int(height or fig.layout.height or t.height))
+
+
+def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | None = None,
+                 height: int | None = None) -> bytes:
+    """Render ``fig`` as png, svg or pdf. PNG pixel size = (width, height) × scale."""
+    fmt = fmt.lower()
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"unknown image format {fmt!r}; choose from {', '.join(IMAGE_FORMATS)}")
+    if not scale or scale <= 0:
+        raise ValueError("scale must be positive")
+    w, h = export_size(fig, width=width, height=height)
+    return _RENDERER.render(fig.to_dict(), {"format": fmt, "width": w, "height": h, "scale": scale})
+
+
+def table_bytes(df) -> bytes:
+    """CSV (UTF-8 with a byte-order mark, so spreadsheet programs read Korean tokens correctly)."""
+    return df.to_csv(index=True).encode("utf-8-sig")
+
+
+# ---------------------------------------------------------------------------------------------
+# Captions and file names
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExportMeta:
+    """What a figure shows: it becomes the caption, the file name and the manifest entry."""
+
+    model: str
+    sentence: int
+    text: str
+    block: str
+    layer: int
+    head: int
+    stage: str
+    stage_title: str = ""
+    stage_index: int | None = None  # position in the pipeline, so files sort in order
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "sentence": self.sentence, "text": self.text,
+                "block": self.block, "layer": self.layer, "head": self.head, "stage": self.stage,
+                "stage_title": self.stage_title}
+
+
+def shorten(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def default_caption(meta: ExportMeta) -> str:
+    stage = meta.stage_title or meta.stage
+    return (f"{meta.model} · sentence {meta.sentence} “{shorten(meta.text)}” · {meta.block} · "
+            f"layer {meta.layer} · head {meta.head} · {stage}")
+
+
+def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) -> go.Figure:
+    """A copy of ``fig`` with ``caption`` as the title's subtitle (always visible, never clipped).
+
+    The caption is plain text: anything that looks like markup is escaped.
+    """
+    out = go.Figure(fig)
+    t = get_theme(theme)
+    safe = html.escape(caption, quote=False)
+    title = out.layout.title
+    existing = title.subtitle.text if title.subtitle and title.subtitle.text else ""
+    subtitle = f"{existing}<br>{safe}" if existing else safe
+    title_text = title.text or " "
+    title_px = (title.font.size if title.font and title.font.size else None) or t.title_size or 17
+    # room for the title and every caption line, computed (no automargin: kaleido can capture
+    # a frame where tick labels have not yet followed an automargin redraw)
+    lines = subtitle.count("<br>") + 1
+    top = 16 + 1.35 * title_px + 10 + 1.4 * t.caption_size * lines + 24
+    out.update_layout(title={"text": title_text, "y": 1, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 16}, "automargin": False,
+                             "subtitle": {"text": subtitle, "font": {"size": t.caption_size}}},
+                      margin={"t": int(max(top, out.layout.margin.t or 0))})
+    return out
+
+
+_UNSAFE = re.compile(r"[^\w.-]+", flags=re.UNICODE)
+
+
+def slugify(value: object, max_len: int = 40) -> str:
+    """A file-name-safe slug: letters (Hangul included), digits, '-', '_' and '.' only.
+
+    No path separators, no leading dots, never empty.
+    """
+    text = unicodedata.normalize("NFC", str(value))
+    text = _UNSAFE.sub("-", text.replace("/", "-").replace("\\", "-"))
+    text = re.sub(r"-{2,}", "-", text).strip("-._")[:max_len].strip("-._")
+    return text or "x"
+
+
+def file_stem(meta: ExportMeta) -> str:
+    """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``."""
+    model = slugify(Path(meta.model).name if ("/" in meta.model or "\\" in meta.model) else meta.model)
+    stage = slugify(meta.stage)
+    if meta.stage_index is not None:
+        stage = f"{meta.stage_index:02d}-{stage}"
+    return "_".join([model, f"s{meta.sentence}-{slugify(meta.text, 24)}", slugify(meta.block),
+                     f"L{meta.layer}", f"H{meta.head}", stage])
+
+
+def prepare(fig: go.Figure, meta: ExportMeta | None, *, theme: str = DEFAULT_THEME,
+            caption: str | None = None) -> go.Figure:
+    """The figure as it is exported: themed, with its caption, at the export size."""
+    out = apply_theme(fig, theme)
+    if meta is not None or caption:
+        out = with_caption(out, caption or default_caption(meta), theme=theme)  # type: ignore[arg-type]
+    w, h = export_size(fig, theme)
+    out.update_layout(width=w, height=h)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Bundles
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Item:
+    """One figure to export: the prepared figure, its matrix, and what it shows."""
+
+    fig: go.Figure
+    df: object | None  # pandas.DataFrame | None
+    meta: ExportMeta
+
+
+@dataclass
+class Written:
+    name: str
+    stage: str
+    format: str
+    bytes: int
+
+
+def app_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("attention-explorer")
+    except Exception:  # not installed: read the checkout's pyproject
+        pass
+    try:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text())["project"]["version"]
+    except Exception:
+        return "unknown"
+
+
+Progress = Callable[[int, int, str], None]  # (done, total, what)
+
+
+def render_items(items: Sequence[Item], formats: Iterable[str], *, scale: float = 2,
+                 progress: Progress | None = None) -> Iterable[tuple[str, ExportMeta, str, bytes]]:
+    """Yield (file name, meta, format, bytes) for every item and format, in order."""
+    formats = check_formats(formats)
+    total = sum(1 for it in items for f in formats if f != "csv" or it.df is not None)
+    done = 0
+    for it in items:
+        stem = file_stem(it.meta)
+        for fmt in formats:
+            if fmt == "csv":
+                if it.df is None:
+                    continue
+                data = table_bytes(it.df)
+            else:
+                data = figure_bytes(it.fig, fmt, scale=scale)
+            done += 1
+            if progress:
+                progress(done, total, f"{stem}.{fmt}")
+            yield f"{stem}.{fmt}", it.meta, fmt, data
+
+
+def check_formats(formats: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for f in formats:
+        f = f.strip().lower()
+        if f not in FORMATS:
+            raise ValueError(f"unknown format {f!r}; choose from {', '.join(FORMATS)}")
+        if f not in out:
+            out.append(f)
+    if not out:
+        raise ValueError("choose at least one format")
+    return out
+
+
+def manifest(meta: ExportMeta, written: list[Written], *, theme: str, scale: float,
+             lang: str) -> dict:
+    return {
+        "app": "Attention Explorer", "app_version": app_version(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": meta.model, "sentence": meta.sentence, "text": meta.text, "block": meta.block,
+        "layer": meta.layer, "head": meta.head, "theme": theme, "scale": scale, "lang": lang,
+        "files": [w.__dict__ for w in written],
+    }
+
+
+def zip_items(items: Sequence[Item], formats: Iterable[str], *, theme: str = DEFAULT_THEME,
+              scale: float = 2, lang: str = "en", progress: Progress | None = None) -> bytes:
+    """One ZIP with every item in every format, plus ``manifest.json`` listing every file."""
+    if not items:
+        raise ValueError("nothing to export")
+    buf = io.BytesIO()
+    written: list[Written] = []
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, meta, fmt, data in render_items(items, formats, scale=scale, progress=progress):
+            zf.writestr(name, data)
+            written.append(Written(name, meta.stage, fmt, len(data)))
+        doc = manifest(items[0].meta, written, theme=theme, scale=scale, lang=lang)
+        zf.writestr("manifest.json", json.dumps(doc, ensure_ascii=False, indent=2))
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# From a selection: the same stage figures as the app
+# ---------------------------------------------------------------------------------------------
+
+def _stages_module():
+    from explorer.views import stages
+
+    return stages
+
+
+def stage_ids() -> list[str]:
+    return [sid for sid, _ in _stages_module().STAGES]
+
+
+def stage_title(stage_id: str, lang: str = "en") -> str:
+    for sid, titles in _stages_module().STAGES:
+        if sid == stage_id:
+            return titles.get(lang) or titles.get("en") or sid
+    raise ValueError(f"unknown stage {stage_id!r}")
+
+
+def stage_items(cache, info, sel, *, model_name: str, text: str,
+                stages: Sequence[str] | None = None, theme: str = DEFAULT_THEME,
+                lang: str = "en") -> list[Item]:
+    """Build (and theme and caption) every requested stage's figure for one selection."""
+    st_mod = _stages_module()
+    order = stage_ids()
+    wanted = order if stages is None else list(stages)
+    unknown = [s for s in wanted if s not in order]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}; choose from {', '.join(order)}")
+    items = []
+    for sid in wanted:
+        fig, df = st_mod.stage_figure(sid, cache, info, sel, lang=lang)
+        meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
+                          layer=sel.layer, head=sel.head, stage=sid,
+                          stage_title=stage_title(sid, lang), stage_index=order.index(sid) + 1)
+        try:
+            cap = st_mod.caption(model_name, text, sel, sid)
+        except Exception:  # the views' caption is a nicety; ours says the same
+            cap = None
+        items.append(Item(prepare(fig, meta, theme=theme, caption=cap), df, meta))
+    return items
+
+
+def bundle_zip(cache, info, sel, *, model_name: str, text: str,
+               formats: Iterable[str] = IMAGE_FORMATS + ("csv",), stages: Sequence[str] | None = None,
+               theme: str = DEFAULT_THEME, lang: str = "en", scale: float = 2,
+               progress: Progress | None = None) -> bytes:
+    """"Export all" for one selection: every stage's figure in ``formats`` + CSVs + manifest."""
+    items = stage_items(cache, info, sel, model_name=model_name, text=text, stages=stages,
+                        theme=theme, lang=lang)
+    return zip_items(items, formats, theme=theme, scale=scale, lang=lang, progress=progress)

@@ -1,0 +1,1 @@
+"""Benchmarks that print numbers measured side by side in one run (``python -m bench.<name>``)."""

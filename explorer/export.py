@@ -306,7 +306,8 @@ def slugify(value: object, max_len: int = 40) -> str:
 
 def file_stem(meta: ExportMeta) -> str:
     """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``."""
-    model = slugify(Path(meta.model).name if ("/" in meta.model or "\\" in meta.model) else meta.model)
+    is_path = "/" in meta.model or "\\" in meta.model
+    model = slugify(Path(meta.model.replace("\\", "/")).stem if is_path else meta.model)
     stage = slugify(meta.stage)
     if meta.stage_index is not None:
         stage = f"{meta.stage_index:02d}-{stage}"
@@ -588,20 +589,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"so use 0..{info.n_heads - 1}")
 
     cache = run_cache(m, a.text)
+    name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
                           block=block, query=a.query, key=a.key)
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = a.text[a.sentence]
     try:
-        items = stage_items(cache, info, sel, model_name=a.model, text=text, stages=stages,
+        items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
                             theme=a.theme, lang=a.lang)
         bar = _progress_bar(a.quiet, total=sum(
             1 for it in items for f in formats if f != "csv" or it.df is not None))
         if a.zip:
             data = zip_items(items, formats, theme=a.theme, scale=a.scale, lang=a.lang,
                              progress=bar.step)
-            target = out_dir / (f"{slugify(a.model)}_s{a.sentence}-{slugify(text, 24)}_"
+            target = out_dir / (f"{slugify(name)}_s{a.sentence}-{slugify(text, 24)}_"
                                 f"{slugify(block)}_L{a.layer}_H{a.head}.zip")
             target.write_bytes(data)
             written = [target]

@@ -1,0 +1,324 @@
+"""Static export: real files from a real chromium, checked by decoding them.
+
+PNG: decoded, pixel size = layout size × scale. SVG: parsed as XML, token labels (Korean
+included) present as text. PDF: at least one page, text kept as text. ZIP: manifest lists
+exactly the files in it. CLI: bad arguments give a clear message and exit code 2. Without
+chromium: ExportUnavailable with the install command, CSV still works.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from explorer import export as ex
+from explorer.views.theme import FONT_FAMILY, THEMES, apply_theme
+
+ROOT = Path(__file__).resolve().parent.parent
+KO_TEXT = "안녕 cat"
+HAVE_CHROMIUM = ex.unavailable_reason() is None
+needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="chromium is not installed")
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def svg_texts(data: bytes) -> list[str]:
+    root = ET.fromstring(data)  # raises on malformed XML
+    assert root.tag.endswith("svg")
+    return ["".join(el.itertext()) for el in root.iter() if el.tag.endswith("text")]
+
+
+def heatmap(tokens: list[str]) -> go.Figure:
+    z = np.random.default_rng(0).random((len(tokens), len(tokens)))
+    return go.Figure(go.Heatmap(z=z, x=tokens, y=tokens, colorscale="Blues"),
+                     layout={"title": "weights"})
+
+
+META = ex.ExportMeta("seed", 0, KO_TEXT, "encoder.self_attn", 1, 2, "pattern", "softmax weights", 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure parts: names, captions, themes
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", ["../../etc/passwd", "a/b\\c", "..", "", "  ", "x:y*?<>|\"", "\x00"])
+def test_slug_is_a_safe_file_name(raw):
+    s = ex.slugify(raw)
+    assert s and "/" not in s and "\\" not in s and not s.startswith(".")
+    assert all(ch.isalnum() or ch in "-_." for ch in s)
+
+
+def test_file_name_says_model_sentence_block_layer_head_stage_and_keeps_korean():
+    stem = ex.file_stem(META)
+    assert stem == "seed_s0-안녕-cat_encoder.self_attn_L1_H2_08-pattern"
+    path_model = ex.ExportMeta("/home/me/ckpt/my model.safetensors", 3, "x", "decoder.cross_attn",
+                               0, 0, "scores")
+    assert ex.file_stem(path_model).startswith("my-model_s3-x_decoder.cross_attn_L0_H0_")
+
+
+def test_caption_is_on_the_figure_and_escaped():
+    meta = ex.ExportMeta("seed", 1, "a <b>bold</b> 안녕", "decoder.self_attn", 0, 3, "scores",
+                         "Q·Kᵀ/√d_k")
+    fig = ex.prepare(heatmap(list("ab")), meta, theme="screen")
+    sub = fig.layout.title.subtitle.text
+    for part in ("seed", "sentence 1", "decoder.self_attn", "layer 0", "head 3", "Q·Kᵀ/√d_k", "안녕"):
+        assert part in sub
+    assert "<b>" not in sub and "&lt;b&gt;" in sub
+    assert fig.layout.title.text == "weights"
+    assert (fig.layout.width, fig.layout.height) == (THEMES["screen"].width, THEMES["screen"].height)
+
+
+def test_presentation_theme_is_light_large_safe_and_16_9_and_leaves_the_input_alone():
+    fig = heatmap(list("abc"))
+    fig.data[0].colorscale = "Jet"
+    before = fig.to_json()
+    out = apply_theme(fig, "presentation")
+    assert fig.to_json() == before, "apply_theme must return a copy"
+    t = THEMES["presentation"]
+    assert t.width * 9 == t.height * 16 and t.width >= 1600
+    assert out.layout.paper_bgcolor == "white" and out.layout.font.size >= 20
+    assert "Noto Sans CJK KR" in out.layout.font.family
+    jet = go.Figure(go.Heatmap(z=[[0]], colorscale="Jet")).data[0].colorscale
+    assert out.data[0].colorscale != jet  # a rainbow scale is replaced
+    kept = apply_theme(heatmap(list("ab")), "presentation").data[0].colorscale
+    assert kept == heatmap(list("ab")).data[0].colorscale  # single-hue Blues is already safe
+    screen = apply_theme(fig, "screen")
+    assert screen.data[0].colorscale == fig.data[0].colorscale  # screen = as shown
+    assert screen.layout.font.family == FONT_FAMILY
+    with pytest.raises(ValueError, match="unknown theme"):
+        apply_theme(fig, "neon")
+
+
+# ---------------------------------------------------------------------------------------------
+# Real renders
+# ---------------------------------------------------------------------------------------------
+
+@needs_chromium
+@pytest.mark.parametrize("scale", [2, 3])
+def test_png_decodes_at_layout_size_times_scale(scale):
+    data = ex.figure_bytes(heatmap(list("안녕")), "png", scale=scale, width=400, height=300)
+    assert png_size(data) == (400 * scale, 300 * scale)
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    assert img.size == (400 * scale, 300 * scale)
+    assert len(img.convert("L").getcolors(maxcolors=1 << 20)) > 10, "the image is blank"
+
+
+@needs_chromium
+def test_bad_format_is_refused():
+    with pytest.raises(ValueError, match="unknown image format"):
+        ex.figure_bytes(heatmap(["a"]), "gif")
+
+
+@needs_chromium
+def test_zip_of_plain_items_has_a_manifest_listing_every_file():
+    items = [ex.Item(ex.prepare(heatmap(list("가나")), META, theme="presentation"), None, META)]
+    data = ex.zip_items(items, ["svg", "csv"], theme="presentation")
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        names = set(zf.namelist())
+        doc = json.loads(zf.read("manifest.json"))
+    assert names - {"manifest.json"} == {f["name"] for f in doc["files"]}
+    assert [f["format"] for f in doc["files"]] == ["svg"]  # no table given: no CSV
+
+
+# ---------------------------------------------------------------------------------------------
+# The app's own stage figures
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def selection():
+    import model
+    from explorer.views import stages
+
+    try:
+        m = model.load("seed")
+    except model.WeightsError:
+        m = model.load("seed", random=True)
+    texts = [KO_TEXT, "a longer second sentence"]
+    cache = ex.run_cache(m, texts)
+    block = stages.blocks_for(m.info)[0]
+    sel = stages.Selection(model="seed", sentence=0, layer=0, head=1, block=block)
+    return m, cache, sel, texts
+
+
+@pytest.fixture(scope="module")
+def bundle(selection):
+    m, cache, sel, texts = selection
+    data = ex.bundle_zip(cache, m.info, sel, model_name="seed", text=texts[0],
+                         formats=["png", "svg", "pdf", "csv"], theme="presentation", lang="ko")
+    return zipfile.ZipFile(io.BytesIO(data))
+
+
+@needs_chromium
+def test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_file(bundle):
+    doc = json.loads(bundle.read("manifest.json"))
+    names = set(bundle.namelist())
+    assert names - {"manifest.json"} == {f["name"] for f in doc["files"]}
+    for f in doc["files"]:
+        assert bundle.getinfo(f["name"]).file_size == f["bytes"]
+    for key in ("model", "sentence", "layer", "head", "block", "app_version", "date"):
+        assert key in doc
+    assert (doc["model"], doc["sentence"], doc["layer"], doc["head"]) == ("seed", 0, 0, 1)
+    stages = ex.stage_ids()
+    for fmt in ("png", "svg", "pdf"):
+        assert sorted(f["stage"] for f in doc["files"] if f["format"] == fmt) == sorted(stages)
+    assert len(names) == len(set(n.lower() for n in names)), "file names must be unique"
+
+
+@needs_chromium
+def test_bundle_files_decode(bundle, selection):
+    _m, cache, _sel, _texts = selection
+    tokens = [t for t in cache.tokens[0] if t.strip()]
+    assert "안" in tokens
+    w, h = THEMES["presentation"].width, THEMES["presentation"].height
+    found_tokens = False
+    for name in bundle.namelist():
+        data = bundle.read(name)
+        if name.endswith(".png"):
+            assert png_size(data) == (2 * w, 2 * h), name
+        elif name.endswith(".svg"):
+            texts = svg_texts(data)
+            assert any("layer 0" in t and "head 1" in t for t in texts), f"{name}: no caption"
+            if all(any(t == tok for t in texts) for tok in tokens):
+                found_tokens = True
+        elif name.endswith(".pdf"):
+            from pypdf import PdfReader
+
+            reader = PdfReader(io.BytesIO(data))
+            assert len(reader.pages) >= 1, name
+            assert "head 1" in reader.pages[0].extract_text(), f"{name}: text was not kept"
+        elif name.endswith(".csv"):
+            assert data.startswith(b"\xef\xbb\xbf")  # a BOM, so spreadsheets read Korean
+    assert found_tokens, "no SVG carries every token label (Korean included) as text"
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "explorer.export", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> str:
+    """A small untrained seed checkpoint (2 encoder layers, 2 heads), loadable by path."""
+    import model
+
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.safetensors"
+    model.load("seed", random=True, d_model=32, n_heads=2, n_layers=2, n_decoder_layers=1,
+               d_ff=64).save(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stages", "STAGE0,nonsense"], "unknown stage nonsense"),
+    (["--layer", "2"], "--layer 2 is out of range: tiny has 2 layer(s) in encoder, so use 0..1"),
+    (["--block", "decoder.self_attn", "--layer", "1"], "--layer 1 is out of range"),
+    (["--head", "-1"], "--head -1 is out of range: tiny has 2 heads, so use 0..1"),
+    (["--format", "png,gif"], "unknown format 'gif'"),
+    (["--sentence", "1"], "--sentence 1 is out of range"),
+    (["--block", "decoder.middle_attn"], "--block decoder.middle_attn does not exist"),
+    (["--theme", "neon"], "invalid choice: 'neon'"),
+    (["--scale", "0"], "--scale must be in (0, 10]"),
+    (["--model", "/nonexistent/weights.safetensors"], "--model /nonexistent/weights.safetensors"),
+])
+def test_cli_errors_are_clear(tmp_path, tiny, args, message):
+    opts = {"--model": tiny, "--text": "hello", "--out": str(tmp_path / "out"), "--format": "csv"}
+    for k, v in zip(args[::2], args[1::2]):
+        opts[k] = v.replace("STAGE0", ex.stage_ids()[0])
+    r = run_cli(*[x for kv in opts.items() for x in kv])
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert "usage: python -m explorer.export" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_missing_weights_names_the_command(tmp_path):
+    from model.registry import SEED_WEIGHTS
+
+    if SEED_WEIGHTS["seed"].is_file():
+        name, expected = "smollm2", "python -m model.fetch"
+    else:
+        name, expected = "seed", "python -m model.train"
+    r = run_cli("--model", name, "--text", "hi", "--format", "csv", "--out", str(tmp_path),
+                env={"ATTENTION_EXPLORER_CACHE": str(tmp_path / "empty-cache")})
+    assert r.returncode == 2, r.stderr
+    assert expected in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_chromium
+def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
+    out = tmp_path / "slides"
+    r = run_cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
+                "--stages", "all", "--format", "png,svg,pdf", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "exporting" in r.stderr  # the progress bar
+    files = sorted(p.name for p in out.iterdir())
+    n = len(ex.stage_ids())
+    assert len(files) == 3 * n
+    for fmt in ("png", "svg", "pdf"):
+        assert sum(f.endswith("." + fmt) for f in files) == n
+    assert all(f.startswith("tiny_s0-안녕-cat_") and "_L1_H1_" in f for f in files), files
+    png = next(out.glob("*.png")).read_bytes()
+    w, h = THEMES["presentation"].width, THEMES["presentation"].height
+    assert png_size(png) == (2 * w, 2 * h)
+
+
+@needs_chromium
+def test_cli_zip(tmp_path, tiny):
+    r = run_cli("--model", tiny, "--text", "hello", "--stages", ex.stage_ids()[0], "--format",
+                "svg,csv", "--zip", "--theme", "screen", "--out", str(tmp_path), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (zpath,) = tmp_path.glob("*.zip")
+    with zipfile.ZipFile(zpath) as zf:
+        doc = json.loads(zf.read("manifest.json"))
+        assert set(zf.namelist()) - {"manifest.json"} == {f["name"] for f in doc["files"]}
+    assert doc["theme"] == "screen" and doc["model"] == "tiny"
+
+
+# ---------------------------------------------------------------------------------------------
+# Without chromium
+# ---------------------------------------------------------------------------------------------
+
+def test_missing_chromium_raises_export_unavailable_with_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
+    assert ex.unavailable_reason() is not None
+    with pytest.raises(ex.ExportUnavailable) as err:
+        ex.figure_bytes(heatmap(["a"]), "png")
+    assert "apt-get install -y chromium fonts-noto-cjk" in str(err.value)
+    assert err.value.install == ex.INSTALL_COMMAND
+    # the table still exports
+    import pandas as pd
+
+    assert ex.table_bytes(pd.DataFrame({"안": [1.0]}, index=["a"])).decode("utf-8-sig").startswith(",안")
+
+
+def test_cli_without_chromium_says_what_to_install_and_csv_still_works(tmp_path, tiny):
+    env = {"BROWSER_PATH": str(tmp_path / "no-such-chromium")}
+    r = run_cli("--model", tiny, "--text", "hi", "--format", "png", "--out", str(tmp_path / "a"),
+                env=env)
+    assert r.returncode == 3 and "apt-get install -y chromium fonts-noto-cjk" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cli("--model", tiny, "--text", "hi", "--format", "csv", "--out", str(tmp_path / "b"),
+                "--quiet", env=env)
+    assert r.returncode == 0, r.stderr
+    assert len(list((tmp_path / "b").glob("*.csv"))) >= 1

@@ -121,6 +121,18 @@ def test_png_decodes_at_layout_size_times_scale(scale):
 
 
 @needs_chromium
+def test_concurrent_exports_each_get_their_own_image():
+    """Many app sessions share one warm chromium: no caller may receive another's image."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    widths = [300, 320, 340, 360, 380, 400]
+    with ThreadPoolExecutor(len(widths)) as pool:
+        pngs = list(pool.map(lambda w: ex.figure_bytes(heatmap(list("ab")), "png", scale=1,
+                                                       width=w, height=200), widths))
+    assert [png_size(p) for p in pngs] == [(w, 200) for w in widths]
+
+
+@needs_chromium
 def test_bad_format_is_refused():
     with pytest.raises(ValueError, match="unknown image format"):
         ex.figure_bytes(heatmap(["a"]), "gif")

@@ -1,0 +1,349 @@
+"""The Llama decoder (SmolLM2 and kin) read from a GGUF file, built from small parts.
+
+    x = embed(tokens)                                       (no positional table: rotary)
+    block: x = x + Attn(RMSNorm(x))     q, k rotated by position; K/V heads shared (GQA)
+           x = x + W_down(silu(W_gate·RMSNorm(x)) * W_up·RMSNorm(x))
+    logits = RMSNorm(x) · W_outᵀ         (W_out = the embedding when the file has no output.weight)
+
+The attention is the project's one ``Attention``: causal ∧ padding mask, −inf where masked.
+Tensors are dequantized with ``gguf``; llama.cpp's converter interleaves the rows of W_Q and W_K
+for its rotary layout, which ``unpermute`` undoes so that ``apply_rotary``'s rotate-half layout
+(the one the checkpoint was trained with) applies. The first load writes a float32 safetensors
+conversion (with the tokenizer and config in its metadata); later loads read only that file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .attention import Attention, causal_mask
+from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .hooks import Cache, HookPoint
+from .positional import rotary_tables
+from .registry import WeightsError
+from .tokenizer import TextTokenizer
+
+CONVERTED_FORMAT = "attention-explorer-llama"
+CONVERTED_VERSION = "1"
+
+
+@dataclass
+class LlamaConfig:
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int
+    d_head: int
+    rope_base: float = 10000.0
+    norm_eps: float = 1e-5
+    max_len: int = 2048
+    tied: bool = True  # the output projection is the embedding matrix
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LlamaConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+# --- parts -----------------------------------------------------------------------------
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · weight (no mean subtraction, no bias)."""
+
+    def __init__(self, d: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.W_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.W_up = nn.Linear(d_model, d_ff, bias=False)
+        self.W_down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.W_down(nn.functional.silu(self.W_gate(x)) * self.W_up(x))
+
+
+class LlamaBlock(nn.Module):
+    """Pre-norm: x + Attn(norm(x)), then x + MLP(norm(x))."""
+
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        self.ln1 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.self_attn = Attention(cfg.d_model, cfg.n_heads, n_kv_heads=cfg.n_kv_heads,
+                                   d_head=cfg.d_head, bias=False)
+        self.ln2 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.mlp = SwiGLU(cfg.d_model, cfg.d_ff)
+        self.hook_resid_post = HookPoint()  # (B, T, d)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, rotary) -> torch.Tensor:
+        x = x + self.self_attn(self.ln1(x), mask=mask, rotary=rotary)
+        x = x + self.mlp(self.ln2(x))
+        return self.hook_resid_post(x)
+
+
+class LlamaDecoder(nn.Module):
+    def __init__(self, cfg: LlamaConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.hook_embed = HookPoint()  # (B, T, d)
+        self.blocks = nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        T = ids.shape[1]
+        x = self.hook_embed(self.embed(ids))  # (B, T, d)
+        rotary = rotary_tables(torch.arange(T), self.cfg.d_head, self.cfg.rope_base)  # 2 × (T, hs)
+        for block in self.blocks:
+            x = block(x, mask, rotary)
+        return self.norm(x)
+
+
+class Llama(HookedModel):
+    def __init__(self, cfg: LlamaConfig, tokenizer: TextTokenizer, name: str = "llama",
+                 description: str = "") -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tokenizer = tokenizer
+        self.decoder = LlamaDecoder(cfg)
+        self.lm_head = None if cfg.tied else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.info = ModelInfo(
+            name=name, kind="decoder", n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+            n_kv_heads=cfg.n_kv_heads, d_model=cfg.d_model, d_head=cfg.d_head,
+            positional="rotary", vocab_size=cfg.vocab_size, max_len=cfg.max_len,
+            positional_base=cfg.rope_base, description=description,
+        )
+        self.setup_hooks()
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids: (B, T) right-padded; lengths: (B,). Returns (logits (B, T, V), hidden (B, T, d))."""
+        T = ids.shape[1]
+        real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T) True for real tokens
+        mask = causal_mask(T) & real[:, None, None, :]  # (B, 1, T, T)
+        h = self.decoder(ids, mask)
+        W_out = self.decoder.embed.weight if self.lm_head is None else self.lm_head.weight
+        return h @ W_out.T, h
+
+    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+        from .gguf_tokenizer import display_token
+
+        tt, cfg = self.tokenizer, self.cfg
+        encs = tt.encode(texts)
+        truncated = [len(e.ids) > cfg.max_len for e in encs]
+        for e in encs:
+            if not e.ids and tt.bos_id is not None:  # an empty sentence: the model sees BOS only
+                e.ids, e.tokens, e.offsets = [tt.bos_id], [tt.id_to_token(tt.bos_id)], [(0, 0)]
+            if not e.ids:
+                raise ValueError("a sentence gave no tokens at all; type at least one character")
+            e.ids, e.tokens, e.offsets = e.ids[: cfg.max_len], e.tokens[: cfg.max_len], e.offsets[: cfg.max_len]
+        ids = pad_batch([e.ids for e in encs], tt.pad_id)  # (B, T)
+        lengths = torch.tensor([len(e.ids) for e in encs])
+        with scope():
+            logits, hidden = self(ids, lengths)
+        cache = Cache(tokens=[[display_token(t) for t in e.tokens] for e in encs],
+                      token_ids=[e.ids for e in encs], offsets=[e.offsets for e in encs])
+        return Output(logits=logits, hidden=hidden, truncated=truncated), cache
+
+
+# --- reading a GGUF ----------------------------------------------------------------------
+GGUF_NAMES = {  # GGUF tensor name (after "blk.{i}.") -> ours (after "decoder.blocks.{i}.")
+    "attn_norm.weight": "ln1.weight",
+    "attn_q.weight": "self_attn.W_Q.weight",
+    "attn_k.weight": "self_attn.W_K.weight",
+    "attn_v.weight": "self_attn.W_V.weight",
+    "attn_output.weight": "self_attn.W_O.weight",
+    "ffn_norm.weight": "ln2.weight",
+    "ffn_gate.weight": "mlp.W_gate.weight",
+    "ffn_up.weight": "mlp.W_up.weight",
+    "ffn_down.weight": "mlp.W_down.weight",
+}
+TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
+                  "tokenizer.ggml.merges", "tokenizer.ggml.token_type",
+                  "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                  "tokenizer.ggml.padding_token_id", "tokenizer.ggml.unknown_token_id",
+                  "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token")
+
+
+def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's rotary row order: per head, rows (0, h/2, 1, h/2+1, ...) -> (0..h/2, h/2..h).
+
+    w: (n_heads * hs, d_in). llama.cpp wrote w.view(nh, 2, hs/2, d).transpose(1, 2).
+    """
+    out, d_in = w.shape
+    hs = out // n_heads
+    return w.view(n_heads, hs // 2, 2, d_in).transpose(1, 2).reshape(out, d_in)  # (nh*hs, d)
+
+
+def _field_value(field):
+    return field.contents()
+
+
+def read_gguf(path: Path) -> tuple[LlamaConfig, dict, dict[str, torch.Tensor]]:
+    """Parse and dequantize a llama GGUF: (config, tokenizer metadata, our state dict)."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    meta = {k: _field_value(f) for k, f in reader.fields.items()
+            if not k.startswith("tokenizer.") or k in TOKENIZER_KEYS}
+    arch = meta.get("general.architecture")
+    if arch != "llama":
+        raise WeightsError(f"{path.name}: architecture {arch!r} is not supported; this loader "
+                           f"reads the llama family (Llama, SmolLM, TinyLlama-style GGUFs)")
+
+    def key(k, default=None):
+        return meta.get(f"{arch}.{k}", default)
+
+    if key("rope.scaling.type", "none") not in ("none", None):
+        raise WeightsError(f"{path.name}: rope scaling {key('rope.scaling.type')!r} is not supported")
+    tensors = {t.name: t for t in reader.tensors}
+    if "rope_freqs.weight" in tensors:
+        raise WeightsError(f"{path.name}: per-frequency rope factors (rope_freqs) are not supported")
+    n_heads = int(key("attention.head_count"))
+    d_model = int(key("embedding_length"))
+    d_head = int(key("attention.key_length", d_model // n_heads))
+    if int(key("rope.dimension_count", d_head)) != d_head:
+        raise WeightsError(f"{path.name}: partial rotary dimensions are not supported")
+    cfg = LlamaConfig(
+        vocab_size=len(meta["tokenizer.ggml.tokens"]), d_model=d_model,
+        n_layers=int(key("block_count")), n_heads=n_heads,
+        n_kv_heads=int(key("attention.head_count_kv", n_heads)),
+        d_ff=int(key("feed_forward_length")), d_head=d_head,
+        rope_base=float(key("rope.freq_base", 10000.0)),
+        norm_eps=float(key("attention.layer_norm_rms_epsilon", 1e-5)),
+        max_len=int(key("context_length", 2048)), tied="output.weight" not in tensors,
+    )
+    names = {"token_embd.weight": "decoder.embed.weight", "output_norm.weight": "decoder.norm.weight",
+             "output.weight": "lm_head.weight"}
+    for i in range(cfg.n_layers):
+        names.update({f"blk.{i}.{g}": f"decoder.blocks.{i}.{o}" for g, o in GGUF_NAMES.items()})
+    state = {}
+    for name, t in tensors.items():
+        if name not in names:
+            warnings.warn(f"{path.name}: ignoring tensor {name}", stacklevel=2)
+            continue
+        a = gguf.quants.dequantize(t.data, t.tensor_type)  # numpy, (out, in) like torch
+        w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"]))
+        if name.endswith("attn_q.weight"):
+            w = unpermute(w, cfg.n_heads)
+        elif name.endswith("attn_k.weight"):
+            w = unpermute(w, cfg.n_kv_heads)
+        state[names[name]] = w.contiguous()
+    return cfg, {k: v for k, v in meta.items() if k.startswith("tokenizer.")}, state
+
+
+# --- the float cache -----------------------------------------------------------------------
+def converted_path(gguf_path: Path) -> Path:
+    """Where the float32 conversion of ``gguf_path`` lives.
+
+    Next to the GGUF when it sits in the cache folder (the fetched SmolLM2); otherwise in
+    ``<cache>/converted/``, so that a user's model folder is never written to.
+    """
+    from .fetch import cache_dir
+
+    gguf_path = gguf_path.resolve()
+    root = cache_dir().resolve()
+    if root in gguf_path.parents:
+        return gguf_path.with_name(gguf_path.name + ".f32.safetensors")
+    tag = hashlib.sha1(str(gguf_path).encode()).hexdigest()[:12]
+    return root / "converted" / f"{gguf_path.stem}-{tag}.f32.safetensors"
+
+
+def _stamp(gguf_path: Path) -> dict[str, str]:
+    st = gguf_path.stat()
+    return {"gguf_size": str(st.st_size), "gguf_mtime_ns": str(st.st_mtime_ns)}
+
+
+def _read_converted(path: Path, gguf_path: Path):
+    """(config, tokenizer json, pad/bos/eos, state) from a valid conversion, else None."""
+    from safetensors import safe_open
+
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            if (meta.get("format") != CONVERTED_FORMAT or meta.get("version") != CONVERTED_VERSION
+                    or any(meta.get(k) != v for k, v in _stamp(gguf_path).items())):
+                return None
+            state = {k: f.get_tensor(k) for k in f.keys()}
+        return (LlamaConfig.from_dict(json.loads(meta["config"])), meta["tokenizer"],
+                json.loads(meta["specials"]), state)
+    except Exception as e:  # a truncated or foreign file: convert again
+        warnings.warn(f"ignoring unreadable conversion {path} ({e}); converting again", stacklevel=2)
+        return None
+
+
+def _write_converted(path: Path, gguf_path: Path, cfg: LlamaConfig, tok_json: str,
+                     specials: dict, state: dict[str, torch.Tensor]) -> None:
+    from safetensors.torch import save_file
+
+    meta = {"format": CONVERTED_FORMAT, "version": CONVERTED_VERSION, "source": str(gguf_path),
+            "config": json.dumps(asdict(cfg)), "tokenizer": tok_json,
+            "specials": json.dumps(specials), **_stamp(gguf_path)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        save_file(state, str(tmp), metadata=meta)
+        os.replace(tmp, path)
+    except OSError as e:
+        warnings.warn(f"could not write the float cache {path} ({e}); the next load converts "
+                      f"the GGUF again", stacklevel=2)
+
+
+def _check_magic(path: Path) -> None:
+    if not path.is_file():
+        raise WeightsError(f"GGUF file not found: {path}")
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise WeightsError(f"{path.name} is not a GGUF file (no GGUF magic bytes)")
+
+
+def load_gguf(path: str | Path, name: str | None = None, description: str = "") -> Llama:
+    """Load a llama-family GGUF, through (or creating) its float32 safetensors conversion."""
+    from tokenizers import Tokenizer
+
+    from .gguf_tokenizer import special_token, tokenizer_from_gguf
+
+    path = Path(path)
+    _check_magic(path)
+    conv = converted_path(path)
+    cached = _read_converted(conv, path)
+    if cached is not None:
+        cfg, tok_json, specials, state = cached
+        tok = Tokenizer.from_str(tok_json)
+    else:
+        try:
+            cfg, tok_meta, state = read_gguf(path)
+            tok = tokenizer_from_gguf(tok_meta)
+        except WeightsError:
+            raise
+        except Exception as e:  # the reader raises plain errors on truncated/corrupt files
+            raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: "
+                               f"{e}); it may be truncated or corrupt") from None
+        specials = {k: special_token(tok_meta, k) for k in ("padding", "bos", "eos")}
+        _write_converted(conv, path, cfg, tok.to_str(), specials, state)
+    pad = specials["padding"] or specials["eos"]
+    tt = TextTokenizer(tok, pad=pad, bos=specials["bos"], eos=specials["eos"])
+    with torch.device("meta"):  # no random init: the weights come next
+        m = Llama(cfg, tt, name=name or path.stem, description=description or f"Llama GGUF {path.name}")
+    try:
+        m.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as e:
+        raise WeightsError(f"{path.name} does not match the llama architecture: {e}") from None
+    return m.eval()

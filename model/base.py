@@ -63,6 +63,10 @@ class HookedModel(nn.Module):
         """Tokenize, pad and run; enter ``scope()`` around the forward pass to be shown."""
         raise NotImplementedError
 
+    def token_text(self, token_id: int) -> str:
+        """A vocabulary entry as people should read it (as in ``cache.tokens``)."""
+        return self.tokenizer.id_to_token(token_id)
+
     @staticmethod
     def _check_texts(texts: str | Iterable[str]) -> list[str]:
         if isinstance(texts, str):

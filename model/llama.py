@@ -140,6 +140,12 @@ class Llama(HookedModel):
         W_out = self.decoder.embed.weight if self.lm_head is None else self.lm_head.weight
         return h @ W_out.T, h
 
+    def token_text(self, token_id: int) -> str:
+        """ "ĠParis" -> " Paris": byte-level tokens as readable text."""
+        from .gguf_tokenizer import display_token
+
+        return display_token(self.tokenizer.id_to_token(token_id))
+
     def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
         from .gguf_tokenizer import display_token
 

@@ -377,6 +377,7 @@ def test_gguf_tokenizer_pre_tokenizers_and_specials(tmp_path):
     _, c = smol.run_with_cache(["the cat 123<|im_end|>"])
     assert c.tokens[0] == ["the", " cat", " ", "1", "2", "3", "<|im_end|>"]  # digits one by one
     assert c.token_ids[0][-1] == 2  # a control token stays whole
+    assert smol.token_text(c.token_ids[0][1]) == " cat"  # for top-k predictions
     _, c = gpt2.run_with_cache(["the cat 123"])
     assert c.tokens[0] == ["<|im_start|>", "the", " cat", " ", "12", "3"]  # BOS added, "12" merged
     _, c = smol.run_with_cache(["나"])

@@ -88,7 +88,7 @@ def pre_tokenizer_for(pre: str | None) -> pre_tokenizers.PreTokenizer:
     )
 
 
-def tokenizer_from_gguf(meta: Mapping[str, object], max_len: int | None = None) -> Tokenizer:
+def tokenizer_from_gguf(meta: Mapping[str, object]) -> Tokenizer:
     """Build the tokenizer from GGUF metadata (key -> value, as llama.cpp names them)."""
     kind = meta.get("tokenizer.ggml.model")
     if kind != "gpt2":
@@ -122,8 +122,6 @@ def tokenizer_from_gguf(meta: Mapping[str, object], max_len: int | None = None) 
         specials.append((tokens[eos_id], int(eos_id)))
     if specials:
         tok.post_processor = processors.TemplateProcessing(single=template, special_tokens=specials)
-    if max_len:
-        tok.enable_truncation(max_len)
     return tok
 
 

@@ -32,7 +32,7 @@ from .registry import WeightsError
 from .tokenizer import TextTokenizer
 
 CONVERTED_FORMAT = "attention-explorer-llama"
-CONVERTED_VERSION = "1"
+CONVERTED_VERSION = "1"  # bump when the conversion or the tokenizer building changes
 
 
 @dataclass
@@ -196,16 +196,12 @@ def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     return w.view(n_heads, hs // 2, 2, d_in).transpose(1, 2).reshape(out, d_in)  # (nh*hs, d)
 
 
-def _field_value(field):
-    return field.contents()
-
-
 def read_gguf(path: Path) -> tuple[LlamaConfig, dict, dict[str, torch.Tensor]]:
     """Parse and dequantize a llama GGUF: (config, tokenizer metadata, our state dict)."""
     import gguf
 
     reader = gguf.GGUFReader(str(path))
-    meta = {k: _field_value(f) for k, f in reader.fields.items()
+    meta = {k: f.contents() for k, f in reader.fields.items()
             if not k.startswith("tokenizer.") or k in TOKENIZER_KEYS}
     arch = meta.get("general.architecture")
     if arch != "llama":

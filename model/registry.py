@@ -46,7 +46,9 @@ def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
         raise WeightsError(f"{path.name} is not a readable safetensors file ({e}); "
                            f"it may be truncated or corrupt") from None
     if meta.get("format") != "attention-explorer-seed":
-        raise WeightsError(f"{path.name} is not a seed Transformer checkpoint")
+        raise WeightsError(f"{path.name} is not a seed Transformer checkpoint (for a BERT "
+                           f"checkpoint, give its folder: config.json + model.safetensors + "
+                           f"tokenizer.json)")
     cfg = SeedConfig.from_dict(json.loads(meta["config"]))
     tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
     m = SeedTransformer(cfg, tok, name=name)

@@ -1,0 +1,174 @@
+"""The data the views read: one run of a model, as plain numpy arrays and lists (picklable).
+
+    run = run_data(m, ["hello", "안녕"])         # run the model and convert
+    run = from_cache(cache, out)                 # or convert a model.Cache you already have
+    run.tensors["encoder.blocks.0.self_attn.hook_pattern"]   # np.ndarray (B, nh, q, k)
+
+``weights`` (optional) maps ``"{stack}.blocks.{i}.{attn}.W_Q"`` (and W_K, W_V, W_O, b_Q, ...)
+to numpy arrays in the torch layout (out_features, in_features); ``weights_of(m)`` makes them
+from a loaded model without copying.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
+PAD = "<pad>"
+STORED = ("hook_embed", "hook_pos_embed", "hook_q", "hook_k", "hook_v", "hook_scores",
+          "hook_mask", "hook_masked_scores", "hook_pattern", "hook_z", "hook_out")
+
+
+@dataclass
+class RunData:
+    tensors: dict[str, np.ndarray]
+    tokens: list[list[str]]
+    token_ids: list[list[int]]
+    offsets: list[list[tuple[int, int]]]
+    decoder_tokens: list[list[str]] = field(default_factory=list)
+    decoder_token_ids: list[list[int]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    generated: list[str] | None = None
+    truncated: list[bool] = field(default_factory=list)
+    kind: str = "encoder-decoder"
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise KeyError(f"no hook named {name!r} in this run") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tensors
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.tokens)
+
+    def with_weights(self, weights: Mapping[str, np.ndarray]) -> "RunData":
+        return replace(self, weights=weights)
+
+
+def _np(x) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu()
+        if x.dtype.is_floating_point:
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED) -> RunData:
+    """Convert a ``model.Cache`` (and the run's ``model.Output``) into a RunData."""
+    if isinstance(cache, RunData):
+        return cache
+    tensors = {n: _np(t) for n, t in cache.tensors.items() if n.rsplit(".", 1)[-1] in keep}
+    if kind is None:
+        has_enc = any(n.startswith("encoder.") for n in tensors)
+        has_dec = any(n.startswith("decoder.") for n in tensors)
+        kind = "encoder-decoder" if has_enc and has_dec else "encoder" if has_enc else "decoder"
+    return RunData(
+        tensors=tensors,
+        tokens=[list(t) for t in cache.tokens],
+        token_ids=[list(map(int, t)) for t in cache.token_ids],
+        offsets=[[tuple(map(int, o)) for o in s] for s in cache.offsets],
+        decoder_tokens=[list(t) for t in getattr(cache, "decoder_tokens", [])],
+        decoder_token_ids=[list(map(int, t)) for t in getattr(cache, "decoder_token_ids", [])],
+        texts=list(getattr(cache, "texts", [])),
+        generated=list(out.generated) if out is not None and out.generated is not None else None,
+        truncated=list(out.truncated) if out is not None else [],
+        kind=kind,
+    )
+
+
+def as_run(obj) -> RunData:
+    """A RunData from a RunData or a model.Cache."""
+    return obj if isinstance(obj, RunData) else from_cache(obj)
+
+
+def weights_of(m) -> dict[str, np.ndarray]:
+    """Every attention module's W_Q, W_K, W_V, W_O (and biases), as zero-copy numpy views."""
+    out: dict[str, np.ndarray] = {}
+    for name, mod in m.named_modules():
+        if all(hasattr(mod, w) for w in ("W_Q", "W_K", "W_V", "W_O")) and hasattr(mod, "n_heads"):
+            for w in ("Q", "K", "V", "O"):
+                lin = getattr(mod, f"W_{w}")
+                out[f"{name}.W_{w}"] = lin.weight.detach().numpy()
+                if getattr(lin, "bias", None) is not None:
+                    out[f"{name}.b_{w}"] = lin.bias.detach().numpy()
+    return out
+
+
+def run_data(m, texts: list[str], *, with_weights: bool = True) -> RunData:
+    """Run ``m`` on a batch and return everything the views need (the weights optionally)."""
+    out, cache = m.run_with_cache(texts)
+    run = from_cache(cache, out, kind=m.info.kind)
+    return run.with_weights(weights_of(m)) if with_weights else run
+
+
+# --- reading one selection out of a run --------------------------------------------------
+
+def stack_of(block: str) -> str:
+    return block.split(".")[0]
+
+
+def prefix(block: str, layer: int) -> str:
+    stack, attn = block.split(".")
+    return f"{stack}.blocks.{layer}.{attn}"
+
+
+def blocks_for(info) -> list[str]:
+    kind = info["kind"] if isinstance(info, Mapping) else info.kind
+    return {"encoder-decoder": list(BLOCKS), "encoder": ["encoder.self_attn"],
+            "decoder": ["decoder.self_attn"]}[kind]
+
+
+def layers_for(info, block: str) -> int:
+    get = (lambda k: info[k]) if isinstance(info, Mapping) else (lambda k: getattr(info, k))
+    if get("kind") == "encoder-decoder" and stack_of(block) == "decoder":
+        return int(get("n_decoder_layers"))
+    return int(get("n_layers"))
+
+
+def stack_tokens(run: RunData, stack: str, sentence: int) -> list[str]:
+    """The unpadded tokens entering ``stack`` for one sentence."""
+    if stack == "decoder" and run.kind == "encoder-decoder":
+        return list(run.decoder_tokens[sentence])
+    return list(run.tokens[sentence])
+
+
+def padded(tokens: list[str], length: int, pad: str = PAD) -> list[str]:
+    return list(tokens[:length]) + [pad] * max(0, length - len(tokens))
+
+
+def axis_tokens(run: RunData, block: str, sentence: int, layer: int = 0) -> tuple[list[str], list[str], int, int]:
+    """(query tokens, key tokens, real queries, real keys), padded to the tensors' lengths."""
+    p = prefix(block, layer)
+    scores = run[f"{p}.hook_scores"]
+    tq, tk = scores.shape[-2], scores.shape[-1]
+    q = stack_tokens(run, stack_of(block), sentence)
+    k = stack_tokens(run, "encoder", sentence) if block.endswith("cross_attn") else q
+    return padded(q, tq), padded(k, tk), min(len(q), tq), min(len(k), tk)
+
+
+def head_weights(weights: Mapping[str, np.ndarray], p: str, head: int, n_heads: int,
+                 d_head: int) -> dict[str, np.ndarray]:
+    """This head's slices: W_Q, W_K, W_V as (d_model, d_head) (x·W orientation) and
+    W_O as (d_head, d_model) (z·W orientation). K/V follow grouped-query sharing."""
+    wq = weights[f"{p}.W_Q"]
+    n_kv = weights[f"{p}.W_K"].shape[0] // d_head
+    kv = head // max(1, n_heads // max(1, n_kv))
+    q_rows = slice(head * d_head, (head + 1) * d_head)
+    kv_rows = slice(kv * d_head, (kv + 1) * d_head)
+    out = {
+        "W_Q": wq[q_rows].T, "W_K": weights[f"{p}.W_K"][kv_rows].T,
+        "W_V": weights[f"{p}.W_V"][kv_rows].T, "W_O": weights[f"{p}.W_O"][:, q_rows].T,
+        "kv_head": kv,
+    }
+    for w, rows in (("Q", q_rows), ("K", kv_rows), ("V", kv_rows)):
+        b = weights.get(f"{p}.b_{w}")
+        out[f"b_{w}"] = None if b is None else b[rows]
+    return out

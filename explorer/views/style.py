@@ -1,0 +1,153 @@
+"""One place for how every figure looks: colour scales, token labels, escaping, axes.
+
+Every view takes its colour scales from here, so scores always look like scores and weights
+always look like weights, on every panel and every page:
+
+    SCORES   diverging, centred at 0 (RdBu reversed: red > 0, blue < 0), for anything signed
+    WEIGHTS  sequential (Viridis), for softmax weights in [0, 1]
+
+Both are colour-blind safe. Masked cells are never coloured as a number: they are NaN (drawn as
+the grey plot background) with a "×" marker and the hover text "masked".
+
+User text may contain HTML, and plotly renders some tags in titles, tick labels and hover
+labels, so every user-derived string goes through ``esc`` (or ``token_label``) before it enters
+a figure.
+"""
+from __future__ import annotations
+
+import html
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+SCORES = "RdBu_r"  # diverging, for scores, Q/K/V, encodings, outputs (centred at 0)
+WEIGHTS = "Viridis"  # sequential, for softmax weights (0 .. 1)
+MASKED_BG = "#d4d4d4"  # what a masked (NaN) cell looks like: the plot background shows through
+MASKED_MARK = "#6b6b6b"
+PAD_COLOUR = "#bdbdbd"
+# mask categories (Okabe–Ito): allowed, blocked by padding, blocked by causality, blocked by both
+MASK_COLOURS = ("#f7f7f7", "#E69F00", "#0072B2", "#D55E00")
+LINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+FONT = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", sans-serif'
+MAX_TICKS = 64  # beyond this many positions, label every k-th one
+CELL_TEXT_MAX = 20  # write numbers inside heatmap cells up to this many rows and columns
+
+_VISIBLE = {" ": "␣", "\n": "⏎", "\r": "␍", "\t": "⇥", "\u00a0": "⍽", "\u3000": "␣␣"}
+
+
+def esc(text: object) -> str:
+    """Escape ``& < >`` so plotly shows user text literally (never as markup)."""
+    return html.escape(str(text), quote=False)
+
+
+def visible(token: str) -> str:
+    """Make whitespace and control characters visible: ' ' -> '␣', '\\n' -> '⏎', '\\x07' -> '␇'."""
+    if token == "":
+        return "∅"
+    out = []
+    for ch in token:
+        if ch in _VISIBLE:
+            out.append(_VISIBLE[ch])
+        elif ord(ch) < 0x20:
+            out.append(chr(0x2400 + ord(ch)))  # the Control Pictures block
+        elif ord(ch) == 0x7F:
+            out.append("␡")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"):
+            out.append(f"U+{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def token_label(token: str) -> str:
+    """A token as it appears on an axis or in a hover: visible and escaped."""
+    return esc(visible(token))
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    return [token_label(t) for t in tokens]
+
+
+def plain_text(text: str, n: int | None = None) -> str:
+    """User text for a caption (not escaped): control characters made visible, shortened."""
+    text = "".join(visible(c) if (ord(c) < 0x20 or ord(c) == 0x7F) else c for c in text)
+    if n is not None and len(text) > n:
+        text = text[: n - 1] + "…"
+    return text
+
+
+def tick_positions(n: int) -> list[int]:
+    step = max(1, int(np.ceil(n / MAX_TICKS)))
+    return list(range(0, n, step))
+
+
+def token_axis(tokens: Sequence[str], title: str = "") -> dict:
+    """Axis settings for token positions: integer positions, token labels (duplicates are fine)."""
+    n = len(tokens)
+    vals = tick_positions(n)
+    labels = token_labels(tokens)
+    return dict(tickmode="array", tickvals=vals, ticktext=[labels[i] for i in vals],
+                title_text=esc(title), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
+
+
+def index_axis(n: int, title: str = "") -> dict:
+    return dict(title_text=esc(title), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
+
+
+def symmetric_range(*arrays: np.ndarray) -> float:
+    """max |x| over finite values (at least a tiny positive number)."""
+    m = 0.0
+    for a in arrays:
+        a = np.asarray(a, dtype=float)
+        finite = a[np.isfinite(a)]
+        if finite.size:
+            m = max(m, float(np.abs(finite).max()))
+    return m or 1e-9
+
+
+def scores_axis(zmax: float, title: str = "") -> dict:
+    """A layout ``coloraxis`` for signed values: diverging, centred at 0."""
+    return dict(colorscale=SCORES, cmin=-zmax, cmax=zmax, cmid=0,
+                colorbar=dict(title=dict(text=esc(title)), thickness=12))
+
+
+def weights_axis(title: str = "", cmax: float = 1.0) -> dict:
+    """A layout ``coloraxis`` for softmax weights: sequential, 0 .. 1."""
+    return dict(colorscale=WEIGHTS, cmin=0.0, cmax=cmax,
+                colorbar=dict(title=dict(text=esc(title)), thickness=12))
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "—"
+    if np.isneginf(x):
+        return "−∞"
+    if np.isposinf(x):
+        return "+∞"
+    return f"{x:.{digits}f}".replace("-", "−")
+
+
+def base_layout(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=esc(title), x=0.0, xanchor="left"),
+        font=dict(family=FONT),
+        plot_bgcolor=MASKED_BG,
+        margin=dict(l=60, r=30, t=70, b=50),
+        hoverlabel=dict(font=dict(family=FONT)),
+    )
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def masked_markers(mask_blocked: np.ndarray, *, xaxis: str = "x", yaxis: str = "y",
+                   name: str = "masked") -> go.Scatter | None:
+    """A "×" on every masked cell (a hatch that survives any colour scale and print)."""
+    ys, xs = np.nonzero(mask_blocked)
+    if ys.size == 0 or ys.size > 6000:
+        return None
+    return go.Scatter(x=xs, y=ys, mode="markers", name=name, showlegend=False,
+                      marker=dict(symbol="x-thin", size=7, line=dict(width=1, color=MASKED_MARK)),
+                      hoverinfo="skip", xaxis=xaxis, yaxis=yaxis)

@@ -142,7 +142,8 @@ def held_out(task: str, n: int, seed: int) -> list[str]:
 
 
 def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict,
-          log: Callable[[str], None] = print) -> tuple[SeedTransformer, dict]:
+          log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3
+          ) -> tuple[SeedTransformer, dict]:
     from tqdm import tqdm
 
     torch.manual_seed(seed)
@@ -150,7 +151,7 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     tt = char_tokenizer()
     cfg = SeedConfig(vocab_size=tt.vocab_size, task=task, seed=seed, **cfg_overrides)
     model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))) + 0.01)
@@ -168,6 +169,11 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
         sched.step()
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
+        if eval_every and step and step % eval_every == 0:
+            model.eval()
+            acc = exact_match(model, task, held_out(task, 200, seed + 1))
+            model.train()
+            log(f"step {step}: exact match {acc:.3f} on 200 held-out inputs")
     model.eval()
     seconds = time.time() - t0
     acc = exact_match(model, task, held_out(task, 1000, seed))
@@ -183,11 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--eval-every", type=int, default=0, help="print held-out accuracy every N steps")
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     steps = a.steps or {"reverse": 3000, "sort": 2000}[a.task]
-    model, stats = train(a.task, steps, a.batch_size, a.seed, {})
+    model, stats = train(a.task, steps, a.batch_size, a.seed, {}, eval_every=a.eval_every, lr=a.lr)
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
     ASSETS.mkdir(exist_ok=True)
     if not SEED_TOKENIZER.exists():

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install what Attention Explorer needs on a Debian machine (run from the repository root).
+#   sh scripts/setup.sh          the app: Python packages + chromium and a CJK font for export
+#   sh scripts/setup.sh --dev    the same, plus the test tools
+# Debian's chromium is used for static export (kaleido) and the browser tests; nothing ever
+# downloads a browser of its own.
+set -e
+cd "$(dirname "$0")/.."
+need=""
+[ -x /usr/bin/chromium ] || need="$need chromium"
+dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need="$need fonts-noto-cjk"
+if [ -n "$need" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing:$need"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+    else
+        echo "note: figure export needs Debian packages:$need (sudo apt-get install -y$need)" >&2
+    fi
+fi
+python -m pip install -q --disable-pip-version-check -r requirements.txt
+if [ "${1:-}" = "--dev" ]; then
+    python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+fi

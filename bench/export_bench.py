@@ -35,11 +35,11 @@ def bench_figure(theme: str = "presentation") -> tuple[go.Figure, str]:
         except model.WeightsError:
             m = model.load("seed", random=True)
             source = "seed (untrained)"
-        cache = ex.run_cache(m, [TEXT])
+        cache = stages.run_data(m, [TEXT])
         block = stages.blocks_for(m.info)[0]
         sel = stages.Selection(model="seed", sentence=0, layer=0, head=0, block=block)
         ids = ex.stage_ids()
-        sid = next((s for s in ids if "pattern" in s or "softmax" in s), ids[len(ids) // 2])
+        sid = "softmax" if "softmax" in ids else ids[len(ids) // 2]
         item = ex.stage_items(cache, m.info, sel, model_name=source, text=TEXT, stages=[sid],
                               theme=theme)[0]
         return item.fig, f"stage '{sid}' of {source}"

@@ -209,8 +209,14 @@ def is_warm() -> bool:
 
 def export_size(fig: go.Figure, theme: str = DEFAULT_THEME, width: int | None = None,
                 height: int | None = None) -> tuple[int, int]:
-    """Layout size of the exported figure: explicit > the figure's own > the theme's 16:9."""
+    """Layout size of the exported figure.
+
+    Explicit arguments win; then the presentation theme's fixed 16:9 slide size; then the
+    figure's own size (as on screen); then the theme's default.
+    """
     t = get_theme(theme)
+    if t.fixed_size:
+        return int(width or t.width), int(height or t.height)
     return (int(width or fig.layout.width or t.width), int(height or fig.layout.height or t.height))
 
 
@@ -448,51 +454,56 @@ def stage_title(stage_id: str, lang: str = "en") -> str:
     raise ValueError(f"unknown stage {stage_id!r}")
 
 
+def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
+               theme: str = DEFAULT_THEME, lang: str = "en", fig: go.Figure | None = None,
+               df=None, **options) -> Item:
+    """One stage, ready to export: the app's figure (built here unless given), themed, captioned.
+
+    ``options`` go to ``stage_figure`` unchanged (weights=, pe_base=, ...), so the export shows
+    exactly what the app shows.
+    """
+    views = _stages_module()
+    order = stage_ids()
+    if stage_id not in order:
+        raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(order)}")
+    if fig is None:
+        fig, df = views.stage_figure(stage_id, cache, info, sel, lang=lang, **options)
+    meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
+                      layer=sel.layer, head=sel.head, stage=stage_id,
+                      stage_title=stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1)
+    cap = views.caption(model_name, text, sel, stage_id, lang=lang)
+    return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)
+
+
 def stage_items(cache, info, sel, *, model_name: str, text: str,
                 stages: Sequence[str] | None = None, theme: str = DEFAULT_THEME,
-                lang: str = "en") -> list[Item]:
-    """Build (and theme and caption) every requested stage's figure for one selection."""
-    st_mod = _stages_module()
+                lang: str = "en", **options) -> list[Item]:
+    """Every requested stage (default: all, in pipeline order) of one selection."""
     order = stage_ids()
     wanted = order if stages is None else list(stages)
     unknown = [s for s in wanted if s not in order]
     if unknown:
         raise ValueError(f"unknown stage(s) {', '.join(unknown)}; choose from {', '.join(order)}")
-    items = []
-    for sid in wanted:
-        fig, df = st_mod.stage_figure(sid, cache, info, sel, lang=lang)
-        meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
-                          layer=sel.layer, head=sel.head, stage=sid,
-                          stage_title=stage_title(sid, lang), stage_index=order.index(sid) + 1)
-        try:
-            cap = st_mod.caption(model_name, text, sel, sid)
-        except Exception:  # the views' caption is a nicety; ours says the same
-            cap = None
-        items.append(Item(prepare(fig, meta, theme=theme, caption=cap), df, meta))
-    return items
+    return [stage_item(sid, cache, info, sel, model_name=model_name, text=text, theme=theme,
+                       lang=lang, **options) for sid in wanted]
 
 
 def bundle_zip(cache, info, sel, *, model_name: str, text: str,
                formats: Iterable[str] = IMAGE_FORMATS + ("csv",), stages: Sequence[str] | None = None,
                theme: str = DEFAULT_THEME, lang: str = "en", scale: float = 2,
-               progress: Progress | None = None) -> bytes:
-    """"Export all" for one selection: every stage's figure in ``formats`` + CSVs + manifest."""
+               progress: Progress | None = None, **options) -> bytes:
+    """"Export all" for one selection: every stage's figure in ``formats`` + CSVs + manifest.
+
+    ``options`` go to ``stage_figure`` (weights=, pe_base=, ...).
+    """
     items = stage_items(cache, info, sel, model_name=model_name, text=text, stages=stages,
-                        theme=theme, lang=lang)
+                        theme=theme, lang=lang, **options)
     return zip_items(items, formats, theme=theme, scale=scale, lang=lang, progress=progress)
 
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-
-def layers_for(info, block: str) -> int:
-    """How many layers the stack of ``block`` has."""
-    stack = block.split(".")[0]
-    if stack == "decoder" and info.kind == "encoder-decoder":
-        return info.n_decoder_layers
-    return info.n_layers
-
 
 def fetch_hint(name: str) -> str:
     from model.registry import FETCHED, SEED_WEIGHTS
@@ -580,7 +591,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if block not in blocks:
         parser.error(f"--block {block} does not exist in {info.name} ({info.kind}); "
                      f"choose from {', '.join(blocks)}")
-    n_layers = layers_for(info, block)
+    n_layers = views.layers_for(info, block)
     if not 0 <= a.layer < n_layers:
         parser.error(f"--layer {a.layer} is out of range: {info.name} has {n_layers} layer(s) in "
                      f"{block.split('.')[0]}, so use 0..{n_layers - 1}")
@@ -588,7 +599,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--head {a.head} is out of range: {info.name} has {info.n_heads} heads, "
                      f"so use 0..{info.n_heads - 1}")
 
-    cache = run_cache(m, a.text)
+    cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
                           block=block, query=a.query, key=a.key)
@@ -622,12 +633,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutdown()
     print(f"wrote {len(written)} file(s) to {out_dir}/")
     return 0
-
-
-def run_cache(m, texts: list[str]):
-    """The model's cache in the form the views consume (the app's own conversion, if any)."""
-    _out, cache = m.run_with_cache(texts)
-    return cache
 
 
 class _progress_bar:

@@ -163,7 +163,7 @@ def selection():
     except model.WeightsError:
         m = model.load("seed", random=True)
     texts = [KO_TEXT, "a longer second sentence"]
-    cache = ex.run_cache(m, texts)
+    cache = stages.run_data(m, texts)
     block = stages.blocks_for(m.info)[0]
     sel = stages.Selection(model="seed", sentence=0, layer=0, head=1, block=block)
     return m, cache, sel, texts
@@ -196,8 +196,10 @@ def test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_fil
 @needs_chromium
 def test_bundle_files_decode(bundle, selection):
     _m, cache, _sel, _texts = selection
-    tokens = [t for t in cache.tokens[0] if t.strip()]
-    assert "안" in tokens
+    from explorer.views.style import visible
+
+    tokens = [visible(t) for t in cache.tokens[0]]
+    assert "안" in tokens and "␣" in tokens
     w, h = THEMES["presentation"].width, THEMES["presentation"].height
     found_tokens = False
     for name in bundle.namelist():
@@ -206,7 +208,7 @@ def test_bundle_files_decode(bundle, selection):
             assert png_size(data) == (2 * w, 2 * h), name
         elif name.endswith(".svg"):
             texts = svg_texts(data)
-            assert any("layer 0" in t and "head 1" in t for t in texts), f"{name}: no caption"
+            assert any("층 0" in t and "헤드 1" in t for t in texts), f"{name}: no caption"
             if all(any(t == tok for t in texts) for tok in tokens):
                 found_tokens = True
         elif name.endswith(".pdf"):
@@ -214,7 +216,7 @@ def test_bundle_files_decode(bundle, selection):
 
             reader = PdfReader(io.BytesIO(data))
             assert len(reader.pages) >= 1, name
-            assert "head 1" in reader.pages[0].extract_text(), f"{name}: text was not kept"
+            assert "헤드 1" in reader.pages[0].extract_text(), f"{name}: text was not kept"
         elif name.endswith(".csv"):
             assert data.startswith(b"\xef\xbb\xbf")  # a BOM, so spreadsheets read Korean
     assert found_tokens, "no SVG carries every token label (Korean included) as text"

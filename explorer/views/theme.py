@@ -32,17 +32,18 @@ class Theme:
     font_size: int | None  # None: keep the figure's own sizes
     title_size: int | None = None
     tick_size: int | None = None
-    cell_text_size: int | None = None  # numbers written inside heatmap cells
+    text_scale: float = 1.0  # numbers inside cells and other annotations grow by this factor
     light: bool = False  # force a white background and dark text
     colour_blind_safe: bool = False  # swap colour scales for colour-blind-safe ones
     caption_size: int = 14
+    fixed_size: bool = False  # export at (width, height) whatever the figure's own size
 
 
 THEMES: dict[str, Theme] = {
     "screen": Theme("screen", width=1280, height=720, font_size=None, caption_size=13),
     "presentation": Theme("presentation", width=1600, height=900, font_size=22, title_size=30,
-                          tick_size=20, cell_text_size=18, light=True, colour_blind_safe=True,
-                          caption_size=18),
+                          tick_size=20, text_scale=1.6, light=True, colour_blind_safe=True,
+                          caption_size=18, fixed_size=True),
 }
 THEME_NAMES = tuple(THEMES)
 DEFAULT_THEME = "screen"
@@ -117,34 +118,48 @@ def apply_theme(fig: go.Figure, name: str = DEFAULT_THEME) -> go.Figure:
     """Return a themed copy of ``fig``; ``fig`` itself is never changed."""
     theme = get_theme(name)
     out = go.Figure(fig)
-    text_colour = "#111111" if theme.light else None
-    out.update_layout(font=_font(theme.font_size, text_colour))
+    ink = "#111111" if theme.light else None
+    base = out.layout.font.size or 12
+    out.update_layout(font=_font(theme.font_size, ink), hoverlabel_font_family=FONT_FAMILY)
     if theme.light:
-        out.update_layout(template="plotly_white", paper_bgcolor="white", plot_bgcolor="white",
-                          colorway=OKABE_ITO, colorscale_sequential="Cividis",
-                          colorscale_diverging="RdBu_r")
+        # the plot background stays what the figure chose: masked cells show it as their colour
+        out.update_layout(template="plotly_white", paper_bgcolor="white",
+                          plot_bgcolor=out.layout.plot_bgcolor or "white", colorway=OKABE_ITO,
+                          colorscale_sequential="Cividis", colorscale_diverging="RdBu_r")
     if theme.title_size:
-        out.update_layout(title_font=_font(theme.title_size, text_colour))
+        out.update_layout(title_font=_font(theme.title_size, ink))
     if theme.tick_size:
-        out.update_xaxes(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
-        out.update_yaxes(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
+        for update in (out.update_xaxes, out.update_yaxes):
+            update(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
     for ann in out.layout.annotations or ():
-        ann.font = _font(theme.font_size or (ann.font.size if ann.font else None),
-                         text_colour or (ann.font.color if ann.font else None))
+        ann.font.family = FONT_FAMILY
+        if theme.text_scale != 1:
+            ann.font.size = round((ann.font.size or base) * theme.text_scale)
     for trace in out.data:
         _theme_trace(trace, theme)
+    for key in out.layout:  # shared colour axes: coloraxis, coloraxis2, ...
+        if key.startswith("coloraxis") and out.layout[key] is not None:
+            _theme_colours(out.layout[key], theme, diverging_hint=out.layout[key].cmid is not None)
     return out
+
+
+def _theme_colours(holder, theme: Theme, *, diverging_hint: bool) -> None:
+    """Colour scale and colour bar of a trace, a marker or a layout coloraxis."""
+    props = holder.to_plotly_json()
+    if theme.colour_blind_safe and props.get("colorscale") is not None:
+        holder.colorscale = _safe_scale(holder.colorscale, diverging_hint=diverging_hint)
+    if theme.tick_size and "colorbar" in holder:
+        holder.colorbar.tickfont = _font(theme.tick_size)
+        holder.colorbar.title.font = _font(theme.tick_size)
 
 
 def _theme_trace(trace, theme: Theme) -> None:
     props = trace.to_plotly_json()  # what the trace sets itself (not the template defaults)
     if "textfont" in trace and ("text" in props or "texttemplate" in props):
-        trace.textfont = _font(theme.cell_text_size or (trace.textfont.size or None))
-    if theme.colour_blind_safe and "colorscale" in trace and trace.colorscale is not None:
-        zmid = props.get("zmid") if "zmid" in trace else None
-        trace.colorscale = _safe_scale(trace.colorscale, diverging_hint=zmid is not None)
-    if theme.colour_blind_safe and "marker" in props and "colorscale" in props["marker"]:
-        trace.marker.colorscale = _safe_scale(trace.marker.colorscale,
-                                              diverging_hint=trace.marker.cmid is not None)
-    if theme.tick_size and "colorbar" in trace:
-        trace.colorbar.tickfont = _font(theme.tick_size)
+        trace.textfont.family = FONT_FAMILY
+        if theme.text_scale != 1:
+            trace.textfont.size = round((trace.textfont.size or 12) * theme.text_scale)
+    if "colorscale" in trace:
+        _theme_colours(trace, theme, diverging_hint=props.get("zmid") is not None)
+    if "marker" in props and "colorscale" in props["marker"]:
+        _theme_colours(trace.marker, theme, diverging_hint=trace.marker.cmid is not None)

@@ -284,13 +284,19 @@ def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) ->
     existing = title.subtitle.text if title.subtitle and title.subtitle.text else ""
     subtitle = f"{existing}<br>{safe}" if existing else safe
     title_text = title.text or " "
+    base_px = out.layout.font.size or 12
     title_px = (title.font.size if title.font and title.font.size else None) or t.title_size or 17
-    # room for the title and every caption line, computed (no automargin: kaleido can capture
-    # a frame where tick labels have not yet followed an automargin redraw)
+    # Room for the title, every caption line and any panel titles that sit above the plot
+    # (subplot titles), computed: no automargin, because kaleido can capture a frame in which
+    # tick labels have not yet followed an automargin redraw.
     lines = subtitle.count("<br>") + 1
-    top = 16 + 1.35 * title_px + 10 + 1.4 * t.caption_size * lines + 24
+    above = [a for a in out.layout.annotations or ()
+             if a.yref == "paper" and a.y is not None and a.y >= 0.99 and a.text]
+    panel = max((1.35 * (a.font.size or base_px) * (a.text.count("<br>") + 1) for a in above),
+                default=0)
+    top = 16 + 1.35 * title_px + 8 + 1.45 * t.caption_size * lines + 16 + panel
     out.update_layout(title={"text": title_text, "y": 1, "yref": "container", "yanchor": "top",
-                             "pad": {"t": 16}, "automargin": False,
+                             "pad": {"t": 16, "l": 20}, "automargin": False,
                              "subtitle": {"text": subtitle, "font": {"size": t.caption_size}}},
                       margin={"t": int(max(top, out.layout.margin.t or 0))})
     return out

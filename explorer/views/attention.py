@@ -11,10 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from . import style
-from .matrix import add, heatmap, matrix_df, set_axes
+from .matrix import Grid, heatmap, token_axes
 
 DEFAULT_LABELS = {
     "query": "query", "key": "key", "dim": "dimension", "token": "token", "value": "value",
@@ -40,15 +39,15 @@ def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[s
                names: Sequence[str] = ("Q", "K", "V")) -> go.Figure:
     """Q (queries × d_head), K and V (keys × d_head) side by side, on one diverging scale."""
     L = _lab(labels)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=_titles(names), horizontal_spacing=0.08)
-    zmax = style.symmetric_range(q, k, v)
-    for c, (m, toks) in enumerate(((q, q_tokens), (k, k_tokens), (v, k_tokens)), start=1):
-        add(fig, heatmap(m, rows=toks, row_name=L["token"], col_name=L["dim"], value_name=names[c - 1],
-                         name=names[c - 1], cell_text=False), row=1, col=c)
-        set_axes(fig, rows=toks, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
-                 col_title=L["dim"], row=1, col=c)
-    fig.update_layout(coloraxis=style.scores_axis(zmax))
-    return style.base_layout(fig, title, height=max(360, 60 + 18 * max(q.shape[0], k.shape[0])))
+    g = Grid(cols=3, titles=_titles(names), hspace=0.08)
+    traces = []
+    for c, (m, toks) in enumerate(((q, q_tokens), (k, k_tokens), (v, k_tokens))):
+        traces += heatmap(m, rows=toks, row_name=L["token"], col_name=L["dim"], value_name=names[c],
+                          name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=toks, cols=None, n_rows=m.shape[0], n_cols=m.shape[1], col_title=L["dim"])
+        g.axes(0, c, x=x, y=y)
+    return g.figure(traces, title=title, height=max(360, 60 + 18 * max(q.shape[0], k.shape[0])),
+                    coloraxis=style.scores_axis(style.symmetric_range(q, k, v)))
 
 
 def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: str = "W_Q, W_K, W_V",
@@ -56,15 +55,16 @@ def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: 
                    names: Sequence[str] = ("W_Q", "W_K", "W_V")) -> go.Figure:
     """The head's slices of the projections, each d_model × d_head (x · W orientation)."""
     L = _lab(labels)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=_titles(names), horizontal_spacing=0.08)
-    zmax = style.symmetric_range(w_q, w_k, w_v)
-    for c, m in enumerate((w_q, w_k, w_v), start=1):
-        add(fig, heatmap(m, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c - 1],
-                         name=names[c - 1], cell_text=False), row=1, col=c)
-        set_axes(fig, rows=None, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
-                 row_title=L["d_model"] if c == 1 else "", col_title=L["d_head"], row=1, col=c)
-    fig.update_layout(coloraxis=style.scores_axis(zmax))
-    return style.base_layout(fig, title, height=560)
+    g = Grid(cols=3, titles=_titles(names), hspace=0.08)
+    traces = []
+    for c, m in enumerate((w_q, w_k, w_v)):
+        traces += heatmap(m, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c],
+                          name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=None, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
+                          row_title=L["d_model"] if c == 0 else "", col_title=L["d_head"])
+        g.axes(0, c, x=x, y=y)
+    return g.figure(traces, title=title, height=560,
+                    coloraxis=style.scores_axis(style.symmetric_range(w_q, w_k, w_v)))
 
 
 # --- scores, masks, weights ------------------------------------------------------------------
@@ -75,14 +75,15 @@ def scores_figure(scores: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequenc
                   blocked_cell: str = "−∞") -> go.Figure:
     """A query × key matrix of scores on the diverging scale; ``blocked`` cells shown as masked."""
     L = _lab(labels)
-    fig = go.Figure()
-    add(fig, heatmap(scores, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
+    g = Grid()
+    traces = heatmap(scores, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=value_name, blocked=blocked, blocked_text=f"{L['masked']} (−∞)",
-                     blocked_cell=blocked_cell, name=value_name))
-    set_axes(fig, rows=q_tokens, cols=k_tokens, n_rows=scores.shape[0], n_cols=scores.shape[1],
-             row_title=L["query"], col_title=L["key"])
-    fig.update_layout(coloraxis=style.scores_axis(zmax or style.symmetric_range(scores), value_name))
-    return style.base_layout(fig, title, height=_square_height(scores.shape[0]))
+                     blocked_cell=blocked_cell, name=value_name)
+    x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=scores.shape[0], n_cols=scores.shape[1],
+                      row_title=L["query"], col_title=L["key"])
+    g.axes(0, 0, x=x, y=y)
+    return g.figure(traces, title=title, height=_square_height(scores.shape[0]),
+                    coloraxis=style.scores_axis(zmax or style.symmetric_range(scores), value_name))
 
 
 def _square_height(n: int) -> int:
@@ -120,41 +121,36 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
     """
     L = _lab(labels)
     tq, tk = allowed.shape
-    ones = np.ones((tq, tk), dtype=bool)
-    pad_only = mask_categories(np.where(np.arange(tk)[None, :] < n_real_keys, ones, False),
-                               n_real_keys, False)
-    if causal:
-        cau_only = np.where(np.triu(ones, k=1), 2, 0)
-    else:
-        cau_only = np.zeros((tq, tk), dtype=int)
+    pad_only = np.where(np.arange(tk)[None, :] >= n_real_keys, 1, 0) * np.ones((tq, 1), dtype=int)
+    cau_only = np.where(np.triu(np.ones((tq, tk), dtype=bool), k=1), 2, 0) if causal else np.zeros((tq, tk), int)
     combined = mask_categories(allowed, n_real_keys, causal)
     names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]]
-    cat_names = [L["allowed"], L["padding"], L["causal"], L["both"]]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=_titles(names), horizontal_spacing=0.06)
-    for c, cat in enumerate((pad_only, cau_only, combined), start=1):
-        text = np.vectorize(lambda x: style.esc(cat_names[x]))(cat).astype(object)
-        cells = np.where(cat == 0, "✓", "×").astype(object) if max(tq, tk) <= style.CELL_TEXT_MAX else None
+    cat_names = np.array([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")], dtype=object)
+    g = Grid(cols=3, titles=_titles(names), hspace=0.06)
+    ql = np.asarray(style.token_labels(q_tokens), dtype=object)
+    kl = np.asarray(style.token_labels(k_tokens), dtype=object)
+    traces = []
+    small = max(tq, tk) <= style.CELL_TEXT_MAX
+    for c, cat in enumerate((pad_only, cau_only, combined)):
         custom = np.empty((tq, tk, 3), dtype=object)
-        custom[..., 0] = np.asarray(style.token_labels(q_tokens), dtype=object)[:, None]
-        custom[..., 1] = np.asarray(style.token_labels(k_tokens), dtype=object)[None, :]
-        custom[..., 2] = text
-        fig.add_trace(go.Heatmap(
+        custom[..., 0] = ql[:, None]
+        custom[..., 1] = kl[None, :]
+        custom[..., 2] = cat_names[cat]
+        cells = np.where(cat == 0, "✓", "×").astype(object) if small else None
+        traces.append(go.Heatmap(
             z=cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(range(4)), showscale=c == 3, xgap=1, ygap=1,
-            text=cells, texttemplate="%{text}" if cells is not None else None,
-            customdata=custom, name=style.esc(names[c - 1]),
-            colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=[style.esc(s) for s in cat_names],
-                          thickness=12),
+            colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=1, ygap=1,
+            text=cells, texttemplate="%{text}" if small else None,
+            customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
+            colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
             hovertemplate=(f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
                            f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
                            "%{customdata[2]}<extra></extra>"),
-        ), row=1, col=c)
-        set_axes(fig, rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
-                 row_title=L["query"] if c == 1 else "", col_title=L["key"], row=1, col=c)
-    fig.update_layout(plot_bgcolor="white")
-    fig = style.base_layout(fig, title, height=_square_height(tq) - 40)
-    fig.update_layout(plot_bgcolor="white")
-    return fig
+        ))
+        x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
+                          row_title=L["query"] if c == 0 else "", col_title=L["key"])
+        g.axes(0, c, x=x, y=y)
+    return g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
 
 
 def pattern_figure(pattern: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
@@ -163,20 +159,21 @@ def pattern_figure(pattern: np.ndarray, q_tokens: Sequence[str], k_tokens: Seque
     """Softmax weights on the sequential scale, value on hover; the row sums (= 1) on the right."""
     L = _lab(labels)
     tq, tk = pattern.shape
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.9, 0.1], shared_yaxes=True,
-                        horizontal_spacing=0.02, subplot_titles=["", style.esc(L["row_sum"])])
-    add(fig, heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
+    g = Grid(cols=2, col_widths=[0.9, 0.1], hspace=0.02, titles=["", style.esc(L["row_sum"])])
+    traces = heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=L["weight"], blocked=blocked, blocked_text=f"{L['masked']} (0)",
-                     name=L["weight"]), row=1, col=1)
+                     name=L["weight"], xaxis=g.x(0, 0), yaxis=g.y(0, 0))
     sums = pattern.sum(axis=1, keepdims=True)
-    add(fig, heatmap(sums, rows=q_tokens, cols=[L["row_sum"]], row_name=L["query"],
-                     col_name="", value_name=L["row_sum"], name="row sums", cell_text=True,
-                     coloraxis="coloraxis"), row=1, col=2)
-    set_axes(fig, rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk, row_title=L["query"],
-             col_title=L["key"], row=1, col=1)
-    fig.update_xaxes(showticklabels=False, range=[-0.5, 0.5], row=1, col=2)
-    fig.update_layout(coloraxis=style.weights_axis(L["weight"]))
-    return style.base_layout(fig, title, height=_square_height(tq))
+    traces += heatmap(sums, rows=q_tokens, cols=[L["row_sum"]], row_name=L["query"], col_name="",
+                      value_name=L["row_sum"], name="row sums", cell_text=True, xaxis=g.x(0, 1),
+                      yaxis=g.y(0, 1))
+    x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk, row_title=L["query"],
+                      col_title=L["key"])
+    g.axes(0, 0, x=x, y=y)
+    g.axes(0, 1, x=dict(showticklabels=False, range=[-0.5, 0.5], showgrid=False, zeroline=False),
+           y={**y, "showticklabels": False, "title": {"text": ""}, "matches": "y"})
+    return g.figure(traces, title=title, height=_square_height(tq),
+                    coloraxis=style.weights_axis(L["weight"]))
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -187,28 +184,23 @@ def z_figure(pattern: np.ndarray, v: np.ndarray, z: np.ndarray, q_tokens: Sequen
              names: Sequence[str] = ("weights", "V", "z = weights · V")) -> go.Figure:
     """weights (q × k) · V (k × d_head) = z (q × d_head), three panels in reading order."""
     L = _lab(labels)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=_titles(names), horizontal_spacing=0.07,
-                        column_widths=[0.36, 0.32, 0.32])
-    add(fig, heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
+    g = Grid(cols=3, titles=_titles(names), hspace=0.07, col_widths=[0.36, 0.32, 0.32])
+    traces = heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=L["weight"], blocked=blocked, blocked_text=f"{L['masked']} (0)",
-                     coloraxis="coloraxis2", name=names[0], cell_text=False), row=1, col=1)
-    set_axes(fig, rows=q_tokens, cols=k_tokens, n_rows=pattern.shape[0], n_cols=pattern.shape[1],
-             row_title=L["query"], col_title=L["key"], row=1, col=1)
-    zmax = style.symmetric_range(v, z)
-    add(fig, heatmap(v, rows=k_tokens, row_name=L["key"], col_name=L["dim"], value_name=names[1],
-                     name=names[1], cell_text=False), row=1, col=2)
-    set_axes(fig, rows=k_tokens, cols=None, n_rows=v.shape[0], n_cols=v.shape[1],
-             col_title=L["dim"], row=1, col=2)
-    add(fig, heatmap(z, rows=q_tokens, row_name=L["query"], col_name=L["dim"], value_name=names[2],
-                     name=names[2], cell_text=False), row=1, col=3)
-    set_axes(fig, rows=q_tokens, cols=None, n_rows=z.shape[0], n_cols=z.shape[1],
-             col_title=L["dim"], row=1, col=3)
+                     coloraxis="coloraxis2", name=names[0], cell_text=False, xaxis=g.x(0, 0), yaxis=g.y(0, 0))
+    x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=pattern.shape[0], n_cols=pattern.shape[1],
+                      row_title=L["query"], col_title=L["key"])
+    g.axes(0, 0, x=x, y=y)
+    for c, (m, toks, rn) in ((1, (v, k_tokens, L["key"])), (2, (z, q_tokens, L["query"]))):
+        traces += heatmap(m, rows=toks, row_name=rn, col_name=L["dim"], value_name=names[c],
+                          name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=toks, cols=None, n_rows=m.shape[0], n_cols=m.shape[1], col_title=L["dim"])
+        g.axes(0, c, x=x, y=y)
     wa = style.weights_axis(L["weight"])
     wa["colorbar"].update(x=-0.12, xanchor="right")
-    fig.update_layout(coloraxis=style.scores_axis(zmax), coloraxis2=wa)
-    fig = style.base_layout(fig, title, height=max(380, 80 + 20 * pattern.shape[0]))
-    fig.update_layout(margin=dict(l=120))
-    return fig
+    return g.figure(traces, title=title, height=max(380, 80 + 20 * pattern.shape[0]),
+                    coloraxis=style.scores_axis(style.symmetric_range(v, z)), coloraxis2=wa,
+                    margin=dict(l=120))
 
 
 def head_output_figure(contribution: np.ndarray, total: np.ndarray | None, q_tokens: Sequence[str],
@@ -217,16 +209,16 @@ def head_output_figure(contribution: np.ndarray, total: np.ndarray | None, q_tok
     """This head's contribution z_h · W_O[h] (q × d_model), next to the sum over all heads."""
     L = _lab(labels)
     mats = [contribution] if total is None else [contribution, total]
-    fig = make_subplots(rows=1, cols=len(mats), subplot_titles=_titles(names[: len(mats)]),
-                        horizontal_spacing=0.06)
-    zmax = style.symmetric_range(*mats)
-    for c, m in enumerate(mats, start=1):
-        add(fig, heatmap(m, rows=q_tokens, row_name=L["query"], col_name=L["d_model"],
-                         value_name=names[c - 1], name=names[c - 1], cell_text=False), row=1, col=c)
-        set_axes(fig, rows=q_tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
-                 col_title=L["d_model"], row=1, col=c)
-    fig.update_layout(coloraxis=style.scores_axis(zmax))
-    return style.base_layout(fig, title, height=max(360, 80 + 20 * contribution.shape[0]))
+    g = Grid(cols=len(mats), titles=_titles(names[: len(mats)]), hspace=0.06)
+    traces = []
+    for c, m in enumerate(mats):
+        traces += heatmap(m, rows=q_tokens, row_name=L["query"], col_name=L["d_model"],
+                          value_name=names[c], name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=q_tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
+                          col_title=L["d_model"])
+        g.axes(0, c, x=x, y=y)
+    return g.figure(traces, title=title, height=max(360, 80 + 20 * contribution.shape[0]),
+                    coloraxis=style.scores_axis(style.symmetric_range(*mats)))
 
 
 # --- one cell, derived -----------------------------------------------------------------------
@@ -267,42 +259,40 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
     chain = (f"Σ q⊙k = {style.fmt(nums['dot'])} → ÷√{nums['d_head']} = {style.fmt(nums['scaled'])} → "
              f"{L['allowed'] if nums['allowed'] else L['masked'] + ' (−∞)'} → "
              f"softmax → {L['weight']} = {style.fmt(nums['weight'], 4)}")
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.2, row_heights=[0.5, 0.5], subplot_titles=[
-        style.esc(f"q[{i}] '{style.visible(q_token)}', k[{j}] '{style.visible(k_tok)}' "
-                  f"{L['dim']} × {L['dim']}"),
+    g = Grid(rows=2, cols=1, vspace=0.2, titles=[
+        style.esc(f"q[{i}] '{style.visible(q_token)}' · k[{j}] '{style.visible(k_tok)}' — {L['dim']}"),
         style.esc(f"{L['query']} {i}: {L['score']} ÷√d_k, softmax"),
     ])
+    traces = []
     for name, vals, colour in (("q", q, style.LINE_COLOURS[0]), ("k", k, style.LINE_COLOURS[1]),
                                ("q⊙k", nums["product"], style.LINE_COLOURS[2])):
-        fig.add_trace(go.Bar(x=dims, y=vals, name=name, marker_color=colour, legendgroup="a",
-                             hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"), row=1, col=1)
+        traces.append(go.Bar(x=dims, y=vals, name=name, marker_color=colour, xaxis="x", yaxis="y",
+                             hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"))
     kl = style.token_labels(k_tokens)
     nk = len(k_tokens)
     shown = np.where(allowed_row, scores_row, np.nan)
     edge = ["#000000" if c == j else "rgba(0,0,0,0)" for c in range(nk)]
-    fig.add_trace(go.Bar(x=list(range(nk)), y=shown, name=f"{L['score']} ÷√d_k",
+    traces.append(go.Bar(x=list(range(nk)), y=shown, name=f"{L['score']} ÷√d_k", xaxis="x2", yaxis="y2",
                          marker=dict(color=style.LINE_COLOURS[4], line=dict(color=edge, width=2)),
-                         customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"),
-                  row=2, col=1)
-    fig.add_trace(go.Scatter(x=list(range(nk)), y=nums["softmax_row"], name=L["weight"], yaxis="y3",
-                             mode="lines+markers", line=dict(color=style.LINE_COLOURS[3]),
+                         customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
+    traces.append(go.Scatter(x=list(range(nk)), y=nums["softmax_row"], name=L["weight"], xaxis="x2",
+                             yaxis="y3", mode="lines+markers", line=dict(color=style.LINE_COLOURS[3]),
                              marker=dict(size=[12 if c == j else 6 for c in range(nk)]),
-                             customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"),
-                  row=2, col=1)
-    fig.update_layout(yaxis3=dict(overlaying="y2", side="right", range=[0, 1.05], showgrid=False,
-                                  title_text=style.esc(L["weight"]), anchor="x2"))
+                             customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     blocked_keys = [c for c in range(nk) if not allowed_row[c]]
     if blocked_keys:
-        fig.add_trace(go.Scatter(x=blocked_keys, y=[0] * len(blocked_keys), mode="markers",
-                                 name=L["masked"], marker=dict(symbol="x", color=style.MASKED_MARK, size=9),
-                                 hoverinfo="skip"), row=2, col=1)
-    fig.update_xaxes(title_text=style.esc(L["dim"]), row=1, col=1)
-    ax = style.token_axis(k_tokens, L["key"])
-    fig.update_xaxes(**ax, row=2, col=1)
-    fig.update_layout(barmode="group", plot_bgcolor="white", legend=dict(orientation="h", y=-0.15))
-    fig = style.base_layout(fig, title, height=620)
-    fig.update_layout(plot_bgcolor="white", title=dict(
-        text=style.esc(title), subtitle=dict(text=style.esc(chain))))
+        traces.append(go.Scatter(x=blocked_keys, y=[0] * len(blocked_keys), mode="markers", xaxis="x2",
+                                 yaxis="y2", name=style.esc(L["masked"]), hoverinfo="skip",
+                                 marker=dict(symbol="x", color=style.MASKED_MARK, size=9)))
+    g.axes(0, 0, x=dict(title=dict(text=style.esc(L["dim"]))))
+    g.axes(1, 0, x=style.token_axis(k_tokens, L["key"]), y=dict(title=dict(text=style.esc(L["score"]))))
+    y2 = g.layout["yaxis2"]
+    fig = g.figure(traces, title=title, height=620, barmode="group", plot_bgcolor="white",
+                   legend=dict(orientation="h", y=-0.15),
+                   yaxis3=dict(overlaying="y2", side="right", range=[0, 1.05], showgrid=False,
+                               anchor="x2", domain=y2["domain"], title=dict(text=style.esc(L["weight"]))))
+    fig.layout.title.subtitle.text = style.esc(chain)
+    fig.layout.margin.t = 100
     df = pd.DataFrame({"dim": dims, "q": q, "k": k, "q*k": nums["product"]}).set_index("dim")
     return fig, df, nums
 
@@ -337,28 +327,27 @@ def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int
             ent, dist = head_stats(patterns[li, h], n_real_q)
             rows.append({"layer": li, "head": h, "entropy": ent, "mean_distance": dist})
             titles.append(f"L{li} H{h}<br>H={ent:.2f} d={dist:.1f}")
-    fig = make_subplots(rows=len(layers), cols=n_heads, subplot_titles=titles,
-                        horizontal_spacing=min(0.04, 0.5 / max(n_heads, 1)),
-                        vertical_spacing=min(0.08, 0.6 / max(len(layers), 1)))
-    for r, li in enumerate(layers, start=1):
+    height = int(min(2400, 140 + 180 * len(layers)))
+    g = Grid(rows=len(layers), cols=n_heads, titles=titles,
+             hspace=min(0.04, 0.5 / max(n_heads, 1)), vspace=min(0.3, 48 / height))
+    traces = []
+    for r, li in enumerate(layers):
         for h in range(n_heads):
             p = patterns[li, h]
-            fig.add_trace(go.Heatmap(z=p, coloraxis="coloraxis", name=f"L{li} H{h}",
+            traces.append(go.Heatmap(z=p, coloraxis="coloraxis", name=f"L{li} H{h}",
+                                     xaxis=g.x(r, h), yaxis=g.y(r, h),
                                      hovertemplate=(f"L{li} H{h}<br>{style.esc(L['query'])} %{{y}}, "
-                                                    f"{style.esc(L['key'])} %{{x}}: %{{z:.3f}}<extra></extra>")),
-                          row=r, col=h + 1)
-            fig.update_xaxes(showticklabels=False, range=[-0.5, p.shape[1] - 0.5], row=r, col=h + 1)
-            fig.update_yaxes(showticklabels=False, range=[p.shape[0] - 0.5, -0.5], row=r, col=h + 1)
-    if selected is not None and selected[0] in layers:
-        r = layers.index(selected[0]) + 1
-        c = selected[1] + 1
-        idx = (r - 1) * n_heads + c
-        ax = "" if idx == 1 else str(idx)
-        fig.add_shape(type="rect", xref=f"x{ax} domain", yref=f"y{ax} domain", x0=-0.04, x1=1.04,
-                      y0=-0.04, y1=1.04, line=dict(color="#D55E00", width=3))
-    for a in fig.layout.annotations:
-        a.font = dict(size=10)
-    fig.update_layout(coloraxis=style.weights_axis(L["weight"]))
-    fig = style.base_layout(fig, title, height=int(min(2400, 140 + 170 * len(layers))))
+                                                    f"{style.esc(L['key'])} %{{x}}: %{{z:.3f}}<extra></extra>")))
+            g.axes(r, h, x=dict(showticklabels=False, range=[-0.5, p.shape[1] - 0.5], showgrid=False),
+                   y=dict(showticklabels=False, range=[p.shape[0] - 0.5, -0.5], showgrid=False))
+    shapes = []
+    if selected is not None and selected[0] in layers and 0 <= selected[1] < n_heads:
+        r, c = layers.index(selected[0]), selected[1]
+        shapes.append(dict(type="rect", xref=f"{g.x(r, c)} domain", yref=f"{g.y(r, c)} domain",
+                           x0=-0.03, x1=1.03, y0=-0.03, y1=1.03, line=dict(color="#D55E00", width=3)))
+    anns = g.title_annotations(size=10)
+    g.titles = []
+    fig = g.figure(traces, title=title, height=height, shapes=shapes,
+                   annotations=anns, coloraxis=style.weights_axis(L["weight"]))
     df = pd.DataFrame(rows)
     return fig, df

@@ -30,6 +30,8 @@ def heatmap(
     digits: int = 3,
     cell_text: bool | None = None,
     name: str = "",
+    xaxis: str = "x",
+    yaxis: str = "y",
 ) -> list[go.BaseTraceType]:
     """A heatmap at integer positions (0..n-1 on both axes); tokens only ever appear as labels.
 
@@ -73,34 +75,96 @@ def heatmap(
         z=shown, x=list(range(c)), y=list(range(r)), coloraxis=coloraxis, name=style.esc(name),
         customdata=custom, text=text, texttemplate="%{text}" if cell_text else None,
         textfont=dict(size=9), hoverongaps=True, xgap=0.5 if max(r, c) <= 64 else 0,
-        ygap=0.5 if max(r, c) <= 64 else 0, hovertemplate=hover,
+        ygap=0.5 if max(r, c) <= 64 else 0, hovertemplate=hover, xaxis=xaxis, yaxis=yaxis,
     )
     traces: list[go.BaseTraceType] = [trace]
-    if blocked is not None:
-        marks = style.masked_markers(blocked, name=f"{name} masked")
+    if blocked is not None and not (cell_text and blocked_cell):  # the cell's "−∞" says it already
+        marks = style.masked_markers(blocked, name=f"{name} masked", xaxis=xaxis, yaxis=yaxis)
         if marks is not None:
             traces.append(marks)
     return traces
 
 
-def add(fig: go.Figure, traces, row: int | None = None, col: int | None = None) -> None:
-    for t in traces:
-        if row is None:
-            fig.add_trace(t)
-        else:
-            fig.add_trace(t, row=row, col=col)
+class Grid:
+    """Panels in rows and columns, laid out as plain dicts (10× faster than make_subplots).
+
+        g = Grid(cols=3, titles=["Q", "K", "V"])
+        traces += heatmap(q, xaxis=g.x(0, 0), yaxis=g.y(0, 0), ...)
+        g.axes(0, 0, x=token_axis(...), y=...)
+        fig = g.figure(traces, title="...", coloraxis=...)
+    """
+
+    def __init__(self, rows: int = 1, cols: int = 1, *, col_widths: Sequence[float] | None = None,
+                 row_heights: Sequence[float] | None = None, hspace: float = 0.08, vspace: float = 0.12,
+                 titles: Sequence[str] | None = None) -> None:
+        self.rows, self.cols = rows, cols
+        self.x_domains = self._domains(cols, col_widths, hspace)
+        self.y_domains = self._domains(rows, row_heights, vspace)[::-1]  # row 0 at the top
+        self.titles = list(titles or [])
+        self.layout: dict = {}
+        for r in range(rows):
+            for c in range(cols):
+                self.layout[self._name("xaxis", r, c)] = dict(domain=self.x_domains[c],
+                                                              anchor=self.y(r, c))
+                self.layout[self._name("yaxis", r, c)] = dict(domain=self.y_domains[r],
+                                                              anchor=self.x(r, c))
+
+    @staticmethod
+    def _domains(n: int, weights: Sequence[float] | None, space: float) -> list[list[float]]:
+        w = np.asarray(weights if weights is not None else [1.0] * n, dtype=float)
+        usable = 1.0 - space * (n - 1)
+        w = w / w.sum() * usable
+        out, a = [], 0.0
+        for wi in w:
+            out.append([round(a, 6), round(min(1.0, a + wi), 6)])
+            a += wi + space
+        return out
+
+    def index(self, r: int, c: int) -> int:
+        return r * self.cols + c + 1
+
+    def _name(self, kind: str, r: int, c: int) -> str:
+        i = self.index(r, c)
+        return kind if i == 1 else f"{kind}{i}"
+
+    def x(self, r: int = 0, c: int = 0) -> str:
+        i = self.index(r, c)
+        return "x" if i == 1 else f"x{i}"
+
+    def y(self, r: int = 0, c: int = 0) -> str:
+        i = self.index(r, c)
+        return "y" if i == 1 else f"y{i}"
+
+    def axes(self, r: int, c: int, *, x: dict | None = None, y: dict | None = None) -> None:
+        self.layout[self._name("xaxis", r, c)].update(x or {})
+        self.layout[self._name("yaxis", r, c)].update(y or {})
+
+    def title_annotations(self, size: int = 13) -> list[dict]:
+        anns = []
+        for k, text in enumerate(self.titles):
+            if not text:
+                continue
+            r, c = divmod(k, self.cols)
+            if r >= self.rows:
+                break
+            x0, x1 = self.x_domains[c]
+            anns.append(dict(text=text, x=(x0 + x1) / 2, y=self.y_domains[r][1], xref="paper", yref="paper",
+                             xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=size)))
+        return anns
+
+    def figure(self, traces, *, title: str = "", height: int | None = None, **layout) -> go.Figure:
+        lay = {**self.layout, **layout}
+        lay["annotations"] = self.title_annotations() + list(layout.get("annotations", []))
+        return style.make_figure(traces, lay, title=title, height=height)
 
 
-def set_axes(fig: go.Figure, *, rows: Sequence[str] | None, cols: Sequence[str] | None,
-             n_rows: int, n_cols: int, row_title: str = "", col_title: str = "",
-             row: int | None = None, col: int | None = None) -> None:
-    """Token or index axes for one panel; rows run top to bottom like a matrix."""
-    kw = {} if row is None else dict(row=row, col=col)
+def token_axes(*, rows: Sequence[str] | None, cols: Sequence[str] | None, n_rows: int, n_cols: int,
+               row_title: str = "", col_title: str = "") -> tuple[dict, dict]:
+    """(x, y) axis dicts for one matrix panel: tokens or indices; rows run top to bottom."""
     xa = style.token_axis(cols, col_title) if cols is not None else style.index_axis(n_cols, col_title)
     ya = style.token_axis(rows, row_title) if rows is not None else style.index_axis(n_rows, row_title)
     ya["range"] = [n_rows - 0.5, -0.5]
-    fig.update_xaxes(**xa, **kw)
-    fig.update_yaxes(**ya, **kw)
+    return xa, ya
 
 
 def row_labels(tokens: Sequence[str] | None, n: int) -> list[str]:

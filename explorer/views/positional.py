@@ -10,12 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from model.positional import rotary_score_by_distance, sinusoidal
 
 from . import style
-from .matrix import add, heatmap, matrix_df, set_axes
+from .matrix import Grid, heatmap, matrix_df, token_axes
 
 DEFAULT_LABELS = {"position": "position", "dim": "dimension", "value": "value",
                   "similarity": "PE·PE", "embedding": "embedding", "encoding": "positional encoding",
@@ -35,13 +34,14 @@ def pe_heatmap(pe: np.ndarray, tokens: Sequence[str] | None = None, *, title: st
                labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """Position × dimension, on the diverging scale (sin/cos lie in [−1, 1])."""
     L = _lab(labels)
-    fig = go.Figure()
-    add(fig, heatmap(pe, rows=tokens, row_name=L["position"], col_name=L["dim"], value_name="PE",
-                     name="PE", cell_text=False))
-    set_axes(fig, rows=tokens, cols=None, n_rows=pe.shape[0], n_cols=pe.shape[1],
-             row_title=L["position"], col_title=L["dim"])
-    fig.update_layout(coloraxis=style.scores_axis(max(1.0, style.symmetric_range(pe)), "PE"))
-    style.base_layout(fig, title, height=max(320, 100 + 18 * pe.shape[0]))
+    g = Grid()
+    traces = heatmap(pe, rows=tokens, row_name=L["position"], col_name=L["dim"], value_name="PE", name="PE",
+                     cell_text=False)
+    x, y = token_axes(rows=tokens, cols=None, n_rows=pe.shape[0], n_cols=pe.shape[1],
+                      row_title=L["position"], col_title=L["dim"])
+    g.axes(0, 0, x=x, y=y)
+    fig = g.figure(traces, title=title, height=max(320, 100 + 18 * pe.shape[0]),
+                   coloraxis=style.scores_axis(max(1.0, style.symmetric_range(pe)), "PE"))
     return fig, matrix_df(pe, tokens, None, row_name=L["position"], col_name=L["dim"])
 
 
@@ -61,7 +61,7 @@ def pe_curves(n_positions: int, d_model: int, base: float = 10000.0, dims: Seque
     n = max(1, int(n_positions))
     pe = sinusoidal_table(n, d_model, base)
     x = np.linspace(0, n - 1, max(2, (n - 1) * samples_per_position + 1))
-    fig = go.Figure()
+    traces = []
     for idx, d in enumerate(dims):
         i2 = d - d % 2
         freq = 1.0 / base ** (i2 / d_model)
@@ -69,21 +69,20 @@ def pe_curves(n_positions: int, d_model: int, base: float = 10000.0, dims: Seque
         colour = style.LINE_COLOURS[idx % len(style.LINE_COLOURS)]
         fn = "sin" if d % 2 == 0 else "cos"
         name = f"dim {d}: {fn}(pos / {base:g}^({i2}/{d_model}))"
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=style.esc(name), legendgroup=str(d),
+        traces.append(go.Scatter(x=x, y=y, mode="lines", name=style.esc(name), legendgroup=str(d),
                                  line=dict(color=colour, dash="solid" if d % 2 == 0 else "dash"),
                                  hoverinfo="skip"))
         hover = style.token_labels(tokens[:n]) if tokens is not None else [str(i) for i in range(n)]
         hover = hover + [""] * (n - len(hover))
-        fig.add_trace(go.Scatter(x=list(range(n)), y=pe[:, d], mode="markers", legendgroup=str(d),
+        traces.append(go.Scatter(x=list(range(n)), y=pe[:, d], mode="markers", legendgroup=str(d),
                                  showlegend=False, marker=dict(color=colour, size=8),
                                  customdata=hover, name=f"dim {d}",
                                  hovertemplate=(f"{style.esc(L['position'])} %{{x}} %{{customdata}}<br>"
                                                 f"dim {d} = %{{y:.4f}}<extra></extra>")))
     ax = style.token_axis(tokens[:n], L["position"]) if tokens is not None else style.index_axis(n, L["position"])
-    fig.update_xaxes(**ax)
-    fig.update_yaxes(range=[-1.1, 1.1], title_text=style.esc(L["value"]))
-    style.base_layout(fig, title, height=420)
-    fig.update_layout(plot_bgcolor="white", legend=dict(orientation="h", y=-0.25))
+    fig = style.make_figure(traces, dict(xaxis=ax, yaxis=dict(range=[-1.1, 1.1], title=dict(text=style.esc(L["value"]))),
+                                         plot_bgcolor="white", legend=dict(orientation="h", y=-0.25)),
+                            title=title, height=440)
     df = pd.DataFrame(pe[:, dims], index=pd.Index(range(n), name=L["position"]),
                       columns=[f"dim {d}" for d in dims])
     return fig, df
@@ -95,13 +94,14 @@ def pe_similarity(pe: np.ndarray, tokens: Sequence[str] | None = None, *, title:
     falling off with distance — the same for every pair at the same distance."""
     L = _lab(labels)
     sim = pe @ pe.T
-    fig = go.Figure()
-    add(fig, heatmap(sim, rows=tokens, cols=tokens, row_name=L["position"], col_name=L["position"],
-                     value_name=L["similarity"], name=L["similarity"], digits=2))
-    set_axes(fig, rows=tokens, cols=tokens, n_rows=sim.shape[0], n_cols=sim.shape[1],
-             row_title=L["position"], col_title=L["position"])
-    fig.update_layout(coloraxis=style.scores_axis(style.symmetric_range(sim), L["similarity"]))
-    style.base_layout(fig, title, height=max(380, 110 + 24 * sim.shape[0]))
+    g = Grid()
+    traces = heatmap(sim, rows=tokens, cols=tokens, row_name=L["position"], col_name=L["position"],
+                     value_name=L["similarity"], name=L["similarity"], digits=2)
+    x, y = token_axes(rows=tokens, cols=tokens, n_rows=sim.shape[0], n_cols=sim.shape[1],
+                      row_title=L["position"], col_title=L["position"])
+    g.axes(0, 0, x=x, y=y)
+    fig = g.figure(traces, title=title, height=max(380, 110 + 24 * sim.shape[0]),
+                   coloraxis=style.scores_axis(style.symmetric_range(sim), L["similarity"]))
     return fig, matrix_df(sim, tokens, tokens, row_name=L["position"], col_name=L["position"])
 
 
@@ -113,15 +113,15 @@ def embedding_sum(embed: np.ndarray, pe: np.ndarray | None, tokens: Sequence[str
     L = _lab(labels)
     names = list(names or (L["embedding"], L["encoding"], L["sum"]))
     mats = [embed] if pe is None else [embed, pe, embed + pe]
-    fig = make_subplots(rows=1, cols=len(mats), subplot_titles=[style.esc(n) for n in names[: len(mats)]],
-                        horizontal_spacing=0.06)
-    for c, m in enumerate(mats, start=1):
-        add(fig, heatmap(m, rows=tokens, row_name=L["position"], col_name=L["dim"],
-                         value_name=names[c - 1], name=names[c - 1], cell_text=False), row=1, col=c)
-        set_axes(fig, rows=tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
-                 col_title=L["dim"], row=1, col=c)
-    fig.update_layout(coloraxis=style.scores_axis(style.symmetric_range(*mats)))
-    style.base_layout(fig, title, height=max(340, 100 + 18 * embed.shape[0]))
+    g = Grid(cols=len(mats), titles=[style.esc(n) for n in names[: len(mats)]], hspace=0.06)
+    traces = []
+    for c, m in enumerate(mats):
+        traces += heatmap(m, rows=tokens, row_name=L["position"], col_name=L["dim"], value_name=names[c],
+                          name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1], col_title=L["dim"])
+        g.axes(0, c, x=x, y=y)
+    fig = g.figure(traces, title=title, height=max(340, 100 + 18 * embed.shape[0]),
+                   coloraxis=style.scores_axis(style.symmetric_range(*mats)))
     return fig, matrix_df(mats[-1], tokens, None, row_name=L["position"], col_name=L["dim"])
 
 
@@ -135,23 +135,24 @@ def pe_compare(n_positions: int, d_model: int, bases: Sequence[float] = (10000.0
     tables = [sinusoidal_table(n, d_model, b) for b in bases]
     sims = [t @ t.T for t in tables]
     titles = [f"PE, n = {b:g}" for b in bases] + [f"{L['similarity']}, n = {b:g}" for b in bases]
-    fig = make_subplots(rows=2, cols=len(bases), subplot_titles=[style.esc(t) for t in titles],
-                        vertical_spacing=0.12, horizontal_spacing=0.08)
+    g = Grid(rows=2, cols=len(bases), titles=[style.esc(t) for t in titles], vspace=0.12, hspace=0.08)
     smax = style.symmetric_range(*sims)
-    for c, (t, s) in enumerate(zip(tables, sims), start=1):
-        add(fig, heatmap(t, rows=toks, row_name=L["position"], col_name=L["dim"], value_name="PE",
-                         name=f"PE n={bases[c - 1]:g}", cell_text=False), row=1, col=c)
-        set_axes(fig, rows=toks, cols=None, n_rows=n, n_cols=d_model, col_title=L["dim"], row=1, col=c)
-        add(fig, heatmap(s, rows=toks, cols=toks, row_name=L["position"], col_name=L["position"],
-                         value_name=L["similarity"], coloraxis="coloraxis2",
-                         name=f"PE·PE n={bases[c - 1]:g}", cell_text=False), row=2, col=c)
-        set_axes(fig, rows=toks, cols=toks, n_rows=n, n_cols=n, col_title=L["position"], row=2, col=c)
+    traces = []
+    for c, (t, s) in enumerate(zip(tables, sims)):
+        traces += heatmap(t, rows=toks, row_name=L["position"], col_name=L["dim"], value_name="PE",
+                          name=f"PE n={bases[c]:g}", cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
+        x, y = token_axes(rows=toks, cols=None, n_rows=n, n_cols=d_model, col_title=L["dim"])
+        g.axes(0, c, x=x, y=y)
+        traces += heatmap(s, rows=toks, cols=toks, row_name=L["position"], col_name=L["position"],
+                          value_name=L["similarity"], coloraxis="coloraxis2", name=f"PE·PE n={bases[c]:g}",
+                          cell_text=False, xaxis=g.x(1, c), yaxis=g.y(1, c))
+        x, y = token_axes(rows=toks, cols=toks, n_rows=n, n_cols=n, col_title=L["position"])
+        g.axes(1, c, x=x, y=y)
     a1 = style.scores_axis(1.0, "PE")
     a1["colorbar"].update(y=0.78, len=0.4)
     a2 = style.scores_axis(smax, L["similarity"])
     a2["colorbar"].update(y=0.22, len=0.4)
-    fig.update_layout(coloraxis=a1, coloraxis2=a2)
-    style.base_layout(fig, title, height=820)
+    fig = g.figure(traces, title=title, height=820, coloraxis=a1, coloraxis2=a2)
     cols = {}
     for b, t in zip(bases, tables):
         for d in range(min(d_model, 8)):
@@ -165,10 +166,9 @@ def rotary_figure(d_head: int, base: float, max_distance: int = 64, *, title: st
     """Rotary models add no encoding: they rotate q and k, so q·k depends on the distance m − n."""
     L = _lab(labels)
     s = rotary_score_by_distance(d_head, base, max_distance).numpy()
-    fig = go.Figure(go.Scatter(x=list(range(len(s))), y=s, mode="lines+markers", name="q·k",
-                               line=dict(color=style.LINE_COLOURS[0])))
-    fig.update_xaxes(title_text=style.esc(L["distance"]))
-    fig.update_yaxes(title_text=style.esc(L["score"]))
-    style.base_layout(fig, title, height=380)
-    fig.update_layout(plot_bgcolor="white")
+    trace = go.Scatter(x=list(range(len(s))), y=s, mode="lines+markers", name="q·k",
+                       line=dict(color=style.LINE_COLOURS[0]))
+    fig = style.make_figure([trace], dict(xaxis=dict(title=dict(text=style.esc(L["distance"]))),
+                                          yaxis=dict(title=dict(text=style.esc(L["score"]))),
+                                          plot_bgcolor="white"), title=title, height=380)
     return fig, pd.DataFrame({"score": s}, index=pd.Index(range(len(s)), name="distance"))

@@ -130,14 +130,10 @@ class _Ctx:
 
 
 def _notice(text: str, title: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=style.esc(text), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                       font=dict(size=16))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    style.base_layout(fig, title, height=240)
-    fig.update_layout(plot_bgcolor="white")
-    return fig
+    return style.make_figure([], dict(
+        annotations=[dict(text=style.esc(text), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                          font=dict(size=16))],
+        xaxis=dict(visible=False), yaxis=dict(visible=False), plot_bgcolor="white"), title=title, height=240)
 
 
 # --- the stages ------------------------------------------------------------------------------
@@ -239,8 +235,8 @@ def _weights(c: _Ctx, title: str, opts: dict):
     names = ("W_Q[h]", f"W_K[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_K[h]",
              f"W_V[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_V[h]")
     fig = av.weights_figure(hw["W_Q"], hw["W_K"], hw["W_V"], title=title, labels=c.L, names=names)
-    df = pd.concat({n: pd.DataFrame(hw[k]) for n, k in zip(("W_Q", "W_K", "W_V"), ("W_Q", "W_K", "W_V"))},
-                   axis=1)
+    df = pd.concat([pd.DataFrame(hw[k], columns=[f"{k}:{i}" for i in range(hw[k].shape[1])])
+                    for k in ("W_Q", "W_K", "W_V")], axis=1)
     df.index.name = "d_model"
     return fig, df
 
@@ -248,12 +244,12 @@ def _weights(c: _Ctx, title: str, opts: dict):
 def _qkv(c: _Ctx, title: str, opts: dict):
     q, k, v = c.t("hook_q"), c.t("hook_k"), c.t("hook_v")
     fig = av.qkv_figure(q, k, v, c.q_tokens, c.k_tokens, title=title, labels=c.L)
-    df = pd.concat({"Q": matrix_df(q, c.q_tokens, None, row_name="position"),
-                    "K": matrix_df(k, c.k_tokens, None, row_name="position"),
-                    "V": matrix_df(v, c.k_tokens, None, row_name="position")}, axis=1) \
-        if len(c.q_tokens) == len(c.k_tokens) else \
-        pd.concat({"Q": matrix_df(q, c.q_tokens, None), "K": matrix_df(k, c.k_tokens, None),
-                   "V": matrix_df(v, c.k_tokens, None)}, axis=0)
+    parts = []
+    for name, m, toks in (("Q", q, c.q_tokens), ("K", k, c.k_tokens), ("V", v, c.k_tokens)):
+        part = matrix_df(m, toks, None, row_name="position", col_name="dim")
+        part.insert(0, "matrix", name)
+        parts.append(part)
+    df = pd.concat(parts, axis=0)  # Q rows, then K rows, then V rows (cross-attention: other lengths)
     return fig, df
 
 

@@ -88,12 +88,14 @@ def token_axis(tokens: Sequence[str], title: str = "") -> dict:
     n = len(tokens)
     vals = tick_positions(n)
     labels = token_labels(tokens)
+    longest = max((len(visible(t)) for t in tokens), default=0)
     return dict(tickmode="array", tickvals=vals, ticktext=[labels[i] for i in vals],
-                title_text=esc(title), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
+                tickangle=0 if (longest <= 2 and n <= 40) else -50,
+                title=dict(text=esc(title)), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
 
 
 def index_axis(n: int, title: str = "") -> dict:
-    return dict(title_text=esc(title), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
+    return dict(title=dict(text=esc(title)), range=[-0.5, n - 0.5], showgrid=False, zeroline=False)
 
 
 def symmetric_range(*arrays: np.ndarray) -> float:
@@ -129,16 +131,28 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}f}".replace("-", "−")
 
 
-def base_layout(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=esc(title), x=0.0, xanchor="left"),
-        font=dict(family=FONT),
-        plot_bgcolor=MASKED_BG,
-        margin=dict(l=60, r=30, t=70, b=50),
-        hoverlabel=dict(font=dict(family=FONT)),
-    )
+def layout_defaults(title: str, height: int | None = None) -> dict:
+    lay = dict(title=dict(text=esc(title), x=0.0, xanchor="left"), font=dict(family=FONT),
+               plot_bgcolor=MASKED_BG, margin=dict(l=60, r=30, t=70, b=50),
+               hoverlabel=dict(font=dict(family=FONT)))
     if height:
-        fig.update_layout(height=height)
+        lay["height"] = int(height)
+    return lay
+
+
+def make_figure(traces, layout: dict, *, title: str = "", height: int | None = None) -> go.Figure:
+    """One go.Figure from traces and a plain layout dict (our defaults underneath)."""
+    lay = layout_defaults(title, height)
+    for k, v in layout.items():
+        if isinstance(v, dict) and isinstance(lay.get(k), dict):
+            lay[k] = {**lay[k], **v}
+        else:
+            lay[k] = v
+    return go.Figure(data=list(traces), layout=lay)
+
+
+def base_layout(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
+    fig.update_layout(**layout_defaults(title, height))
     return fig
 
 

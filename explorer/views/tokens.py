@@ -30,7 +30,7 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
                  row_name: str = "sentence", col_name: str = "position", pad_name: str = "pad",
                  pad_token: str = "<pad>") -> tuple[go.Figure, pd.DataFrame]:
     """Sentences as rows, positions as columns; every cell shows its token; pads are grey with a
-    "×", special tokens light blue. Returns the figure and the padded batch as a table."""
+    special tokens light blue. Returns the figure and the padded batch as a table."""
     n = len(batch_tokens)
     t = max([len(s) for s in batch_tokens] + [length or 0, 1])
     cat = np.full((n, t), PAD, dtype=int)
@@ -47,28 +47,24 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
     scale = []
     for i, colour in enumerate(BATCH_COLOURS):
         scale += [[i / 3, colour], [(i + 1) / 3, colour]]
-    fig = go.Figure(go.Heatmap(
+    traces = [go.Heatmap(
         z=cat, x=list(range(t)), y=list(range(n)), zmin=-0.5, zmax=2.5, colorscale=scale,
         showscale=False, text=text if t <= 80 else None, texttemplate="%{text}" if t <= 80 else None,
         textfont=dict(size=12), customdata=custom, xgap=2, ygap=2, name="batch",
         hovertemplate=(f"{style.esc(row_name)} %{{y}}, {style.esc(col_name)} %{{x}}: "
                        "<b>%{customdata[0]}</b> (%{customdata[1]})<extra></extra>"),
-    ))
-    ys, xs = np.nonzero(cat == PAD)
-    if ys.size:
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=style.esc(pad_name),
-                                 marker=dict(symbol="x-thin", size=16, line=dict(width=1, color=style.MASKED_MARK)),
-                                 hoverinfo="skip", showlegend=True))
-    fig.update_xaxes(title_text=style.esc(col_name), tickmode="array",
-                     tickvals=style.tick_positions(t), range=[-0.5, t - 0.5], showgrid=False, zeroline=False)
-    fig.update_yaxes(title_text=style.esc(row_name), tickmode="array", tickvals=list(range(n)),
-                     ticktext=[str(i) for i in range(n)], range=[n - 0.5, -0.5],
-                     showgrid=False, zeroline=False)
+    )]
+    shapes = []
     if selected is not None and 0 <= selected < n:
-        fig.add_shape(type="rect", x0=-0.5, x1=t - 0.5, y0=selected - 0.5, y1=selected + 0.5,
-                      line=dict(color="#D55E00", width=3))
-    style.base_layout(fig, title, height=int(min(700, 150 + 44 * n)))
-    fig.update_layout(plot_bgcolor="white", legend=dict(orientation="h", y=1.02, x=1, xanchor="right"))
+        shapes.append(dict(type="rect", x0=-0.5, x1=t - 0.5, y0=selected - 0.5, y1=selected + 0.5,
+                           line=dict(color="#D55E00", width=3)))
+    layout = dict(
+        xaxis=dict(title=dict(text=style.esc(col_name)), tickmode="array", tickvals=style.tick_positions(t),
+                   range=[-0.5, t - 0.5], showgrid=False, zeroline=False),
+        yaxis=dict(title=dict(text=style.esc(row_name)), tickmode="array", tickvals=list(range(n)),
+                   ticktext=[str(i) for i in range(n)], range=[n - 0.5, -0.5], showgrid=False, zeroline=False),
+        shapes=shapes, plot_bgcolor="white")
+    fig = style.make_figure(traces, layout, title=title, height=int(min(700, 150 + 44 * n)))
     df = pd.DataFrame(raw, index=pd.Index(list(range(n)), name=row_name),
                       columns=pd.Index(list(range(t)), name=col_name))
     return fig, df

@@ -1,0 +1,127 @@
+"""What the user gives the app, made safe: sentences within limits, URL parameters validated.
+
+Pure functions (no Streamlit), so they are tested directly.
+
+Limits (documented in the README and shown in the text box's help):
+    MAX_SENTENCES sentences, MAX_CHARS characters and MAX_TOKENS tokens (specials included) each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_SENTENCES = 8
+MAX_CHARS = 400
+MAX_TOKENS = 64
+MODELS = ("seed", "seed-sort", "minilm", "smollm2")
+VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview")
+INT_PARAMS = ("sentence", "layer", "head", "query", "key")
+DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
+
+
+@dataclass
+class Notice:
+    key: str  # an i18n key
+    args: dict = field(default_factory=dict)
+
+
+def split_sentences(raw: str) -> list[str]:
+    """One sentence per line; blank lines dropped; other control characters kept in the text."""
+    raw = (raw or "").replace("\r\n", "\n").replace("\r", "\n")
+    return [line for line in raw.split("\n") if line.strip()]
+
+
+def limit_sentences(raw: str) -> tuple[list[str], list[Notice]]:
+    """Apply the sentence and character limits (not the token limit: that needs the tokenizer)."""
+    lines = split_sentences(raw)
+    notices = []
+    if len(lines) > MAX_SENTENCES:
+        notices.append(Notice("too_many", {"n": MAX_SENTENCES, "m": len(lines)}))
+        lines = lines[:MAX_SENTENCES]
+    out = []
+    for i, line in enumerate(lines):
+        if len(line) > MAX_CHARS:
+            notices.append(Notice("too_long", {"i": i, "n": MAX_CHARS}))
+            line = line[:MAX_CHARS]
+        out.append(line)
+    return out, notices
+
+
+def limit_tokens(texts: list[str], tokenizer, max_tokens: int = MAX_TOKENS) -> tuple[list[str], list[Notice]]:
+    """Cut each sentence so it has at most ``max_tokens`` tokens (specials included), at a token
+    boundary, using the model's own tokenizer and its character offsets."""
+    out, notices = [], []
+    for i, text in enumerate(texts):
+        enc = tokenizer.encode([text])[0]
+        if len(enc.ids) <= max_tokens:
+            out.append(text)
+            continue
+        keep = max_tokens
+        cut = text
+        while keep > 0:
+            ends = [b for (a, b) in enc.offsets[:keep] if b > 0]
+            cut = text[: max(ends)] if ends else ""
+            if len(tokenizer.encode([cut])[0].ids) <= max_tokens:
+                break
+            keep -= 1
+        notices.append(Notice("too_many_tokens", {"i": i, "n": max_tokens}))
+        out.append(cut if cut.strip() else text[:1])
+    return out, notices
+
+
+def parse_int(value) -> int | None:
+    try:
+        s = str(value).strip()
+        if not s or len(s) > 12:
+            return None
+        return int(s)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class Params:
+    values: dict = field(default_factory=dict)  # validated: str for model/text/block/lang/view, int otherwise
+    ignored: list[tuple[str, str, str, dict]] = field(default_factory=list)  # (name, value, why-key, args)
+    notices: list[Notice] = field(default_factory=list)  # the text was cut to the limits
+
+
+def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn"),
+                 langs=("en", "ko")) -> Params:
+    """Validate URL query parameters. Unknown values are ignored (and reported); integers are
+    parsed here and clipped later, once the model (and so the ranges) is known."""
+    p = Params()
+
+    def get(name):
+        v = qp.get(name)
+        if isinstance(v, (list, tuple)):
+            v = v[-1] if v else None
+        return v
+
+    for name, choices, why in (("model", MODELS, "why_model"), ("block", blocks, "why_choice"),
+                               ("lang", langs, "why_choice"), ("view", VIEWS, "why_choice")):
+        v = get(name)
+        if v is None:
+            continue
+        if v in choices:
+            p.values[name] = v
+        else:
+            p.ignored.append((name, str(v)[:60], why, {"choices": ", ".join(choices)}))
+    text = get("text")
+    if text is not None:
+        lines, notices = limit_sentences(str(text))
+        p.values["text"] = "\n".join(lines)
+        p.notices = notices
+    for name in INT_PARAMS:
+        v = get(name)
+        if v is None:
+            continue
+        n = parse_int(v)
+        if n is None:
+            p.ignored.append((name, str(v)[:60], "why_int", {}))
+        else:
+            p.values[name] = n
+    return p
+
+
+def clip(value: int, n: int) -> int:
+    return min(max(int(value), 0), max(int(n) - 1, 0))

@@ -1,0 +1,100 @@
+"""The only place with Streamlit caches.
+
+    load_model(name)        -> (model, fallback_notice | None)   st.cache_resource: once per process
+    model_weights(name)     -> {"...W_Q": array, ...}            st.cache_resource: zero-copy views
+    run(name, texts)        -> RunData (numpy, picklable)         st.cache_data: by model + text
+
+Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
+does not run again. A weight file's modification time is part of every key, so when a missing
+seed checkpoint appears (or is retrained), the next page load uses it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+import model
+from explorer.views.data import RunData, run_data, weights_of
+from model.registry import SEED_WEIGHTS
+
+RUN_CACHE_ENTRIES = 32
+RUN_CACHE_TTL = 3600  # seconds
+
+
+def weights_stamp(name: str) -> float | None:
+    """The seed checkpoint's modification time (None if missing, or not a seed model)."""
+    path = SEED_WEIGHTS.get(name)
+    if path is None:
+        return None
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return None
+
+
+@st.cache_resource(max_entries=6, show_spinner=False)
+def _load(name: str, stamp: float | None):
+    """(model, notice): a seed model whose weights are missing falls back to the untrained one."""
+    try:
+        return model.load(name), None
+    except model.WeightsError as e:
+        if name in SEED_WEIGHTS:
+            return model.load(name, random=True), str(e)
+        raise
+
+
+def load_model(name: str):
+    return _load(name, weights_stamp(name))
+
+
+@st.cache_resource(max_entries=6, show_spinner=False)
+def _weights(name: str, stamp: float | None) -> dict:
+    m, _ = _load(name, stamp)
+    return weights_of(m)
+
+
+def model_weights(name: str) -> dict:
+    return _weights(name, weights_stamp(name))
+
+
+@st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _run(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
+    m, _ = _load(name, stamp)
+    return run_data(m, list(texts), with_weights=False)
+
+
+def run(name: str, texts: list[str]) -> RunData:
+    """The model's run on ``texts`` (cached by model and text), with the weights attached."""
+    stamp = weights_stamp(name)
+    data = _run(name, stamp, tuple(texts))
+    return data.with_weights(_weights(name, stamp))
+
+
+# stages whose figure does not depend on the layer, the head or the one-cell choice
+_LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare"}
+
+
+@st.cache_resource(max_entries=256, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...], sel: tuple,
+            lang: str, options: tuple, _run: RunData, _info):
+    from explorer.views import stages
+
+    selection = stages.Selection(*sel)
+    return stages.stage_figure(stage_id, _run, _info, selection, lang=lang, **dict(options))
+
+
+def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,
+                 **options):
+    """``stages.stage_figure``, memoised per process (figures are shared: never mutate them).
+
+    Going back to a layer or head already seen is instant; stages that do not depend on the layer
+    or head are built once per sentence."""
+    from dataclasses import astuple, replace
+
+    if stage_id in _LAYER_FREE:
+        sel = replace(sel, layer=0, head=0, query=0, key=0)
+    elif stage_id != "cell":
+        sel = replace(sel, query=0, key=0)
+    opts = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
+    return _figure(stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts, run, info)

@@ -146,10 +146,10 @@ STAGE_TEXT: dict[str, dict] = {
         "title": {"en": "Tokens and the padded batch", "ko": "토큰과 패딩된 배치"},
         "explain": {
             "en": "The text is cut into tokens, each with an id. Sentences of different lengths are "
-                  "padded to the same length so they can run as one batch; the pads (grey ×) must "
+                  "padded to the same length so they can run as one batch; the pads (grey) must "
                   "later be hidden from attention.",
             "ko": "글을 토큰으로 자르고 각 토큰에 번호(id)를 붙입니다. 길이가 다른 문장은 같은 길이로 "
-                  "패딩해 한 배치로 처리하며, 패딩(회색 ×)은 나중에 어텐션에서 가려야 합니다."},
+                  "패딩해 한 배치로 처리하며, 패딩(회색)은 나중에 어텐션에서 가려야 합니다."},
         "formula": r"\text{text} \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\}",
     },
     "embedding": {
@@ -248,9 +248,9 @@ STAGE_TEXT: dict[str, dict] = {
     "masked": {
         "title": {"en": "Masked scores", "ko": "마스크를 적용한 점수"},
         "explain": {
-            "en": "Where the mask forbids attention the score becomes −∞ (grey ×), so its softmax "
+            "en": "Where the mask forbids attention the score becomes −∞ (grey cells), so its softmax "
                   "weight is exactly zero.",
-            "ko": "마스크가 막은 칸의 점수는 −∞(회색 ×)가 되어, softmax 가중치가 정확히 0이 됩니다."},
+            "ko": "마스크가 막은 칸의 점수는 −∞(회색 칸)가 되어, softmax 가중치가 정확히 0이 됩니다."},
         "formula": r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}",
     },
     "softmax": {

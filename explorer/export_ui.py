@@ -1,9 +1,17 @@
-"""Streamlit controls for export: download buttons under each figure, the sidebar export
-settings, and "Export all" (one ZIP for the current selection).
+"""Streamlit controls for export: the sidebar section (theme, PNG scale, "Export all") and the
+row of download buttons under every figure.
+
+    export_ui.sidebar(run, info, sel, texts, lang)           # once per page, before the figures
+    export_ui.figure_downloads(fig, df, meta, key)           # under each figure (app.show_figure)
 
 Images are rendered only when a button is clicked (``st.download_button`` with a callable), so
 drawing the page never waits for chromium. Without chromium the image buttons are disabled, the
-install command is shown once, and CSV downloads keep working.
+install command is shown, and CSV downloads keep working.
+
+"Export all" puts every stage of the current selection into one ZIP. A stage that is on the page
+is exported exactly as shown (its figure is remembered by ``figure_downloads``, with the options
+the page used, e.g. the positional-encoding controls); the other stages are built with
+``stage_figure``'s defaults.
 """
 from __future__ import annotations
 
@@ -14,26 +22,30 @@ import threading
 import streamlit as st
 
 from explorer import export as ex
-from explorer.views.theme import DEFAULT_THEME, THEME_NAMES
+from explorer.views.theme import DEFAULT_THEME, THEME_NAMES, apply_theme
 
 LABELS = {
-    "en": {"export": "Export", "theme": "Export theme", "scale": "PNG scale",
+    "en": {"export": "Export (slides)", "theme": "Figure theme",
            "screen": "screen (as shown)", "presentation": "presentation (slides, 16:9)",
-           "preview": "Show figures in the export theme",
-           "unavailable": "Image export is unavailable: {reason} Install: `{install}` "
-                          "(CSV downloads still work).",
-           "all": "Export all stages", "formats": "Formats", "prepare": "Prepare ZIP",
-           "download_zip": "Download ZIP", "preparing": "Rendering {what}",
-           "none": "Choose at least one format.", "failed": "Export failed: {error}"},
-    "ko": {"export": "내보내기", "theme": "내보내기 테마", "scale": "PNG 배율",
+           "preview": "Show the theme on the page too", "scale": "PNG scale",
+           "unavailable": "Image export is unavailable: {reason} Install with `{install}`. "
+                          "CSV downloads still work.",
+           "all": "Export all stages (ZIP)", "prepare": "Prepare ZIP",
+           "download_zip": "Download ZIP", "preparing": "{done}/{total} {what}",
+           "none": "Choose at least one format.", "failed": "Export failed: {error}",
+           "stale": "The selection changed: prepare the ZIP again."},
+    "ko": {"export": "내보내기 (슬라이드)", "theme": "그림 테마",
            "screen": "화면 (보이는 그대로)", "presentation": "발표용 (슬라이드, 16:9)",
-           "preview": "화면에도 내보내기 테마 적용",
-           "unavailable": "이미지 내보내기를 쓸 수 없습니다: {reason} 설치: `{install}` "
-                          "(CSV 다운로드는 됩니다).",
-           "all": "모든 단계 내보내기", "formats": "형식", "prepare": "ZIP 만들기",
-           "download_zip": "ZIP 다운로드", "preparing": "{what} 그리는 중",
-           "none": "형식을 하나 이상 고르세요.", "failed": "내보내기 실패: {error}"},
+           "preview": "페이지에도 테마 적용", "scale": "PNG 배율",
+           "unavailable": "이미지 내보내기를 쓸 수 없습니다: {reason} 설치: `{install}`. "
+                          "CSV 다운로드는 됩니다.",
+           "all": "모든 단계 내보내기 (ZIP)", "prepare": "ZIP 만들기",
+           "download_zip": "ZIP 다운로드", "preparing": "{done}/{total} {what}",
+           "none": "형식을 하나 이상 고르세요.", "failed": "내보내기 실패: {error}",
+           "stale": "선택이 바뀌었습니다: ZIP을 다시 만드세요."},
 }
+THEME_KEY, SCALE_KEY, PREVIEW_KEY = "export_theme", "export_scale", "export_preview"
+SHOWN_KEY, ZIP_KEY = "_export_shown", "_export_zip"
 _PREWARM_ENV = "ATTENTION_EXPLORER_PREWARM_EXPORT"
 _prewarm_lock = threading.Lock()
 _prewarmed = False
@@ -44,8 +56,17 @@ def _t(lang: str, key: str, **kw) -> str:
     return text.format(**kw) if kw else text
 
 
+def settings() -> dict:
+    """The export settings chosen in the sidebar (defaults before it is drawn)."""
+    theme = st.session_state.get(THEME_KEY, DEFAULT_THEME)
+    theme = theme if theme in THEME_NAMES else DEFAULT_THEME
+    return {"theme": theme, "scale": int(st.session_state.get(SCALE_KEY, 2)),
+            "preview": bool(st.session_state.get(PREVIEW_KEY, False)) and theme != "screen"}
+
+
 def _prewarm() -> None:
-    """Start chromium in the background once per process, when the deployment asks for it."""
+    """Start chromium in the background once per process, when the deployment asks for it
+    (ATTENTION_EXPLORER_PREWARM_EXPORT=1): then even the first export is warm."""
     global _prewarmed
     if os.environ.get(_PREWARM_ENV, "0") != "1":
         return
@@ -58,106 +79,160 @@ def _prewarm() -> None:
         try:
             ex.warm_up()
         except ex.ExportError:
-            pass  # the buttons report it when clicked
+            pass  # the buttons say so when clicked
 
     threading.Thread(target=run, name="export-prewarm", daemon=True).start()
 
 
-def sidebar_controls(lang: str = "en") -> dict:
-    """The export settings, to be drawn inside ``with st.sidebar:``.
+def _meta(meta: dict) -> ex.ExportMeta:
+    order = [sid for sid, _ in _stages().STAGES]
+    stage = meta.get("stage", "figure")
+    return ex.ExportMeta(model=str(meta.get("model", "")), sentence=int(meta.get("sentence", 0)),
+                         text=str(meta.get("text", "")), block=str(meta.get("block", "")),
+                         layer=int(meta.get("layer", 0)), head=int(meta.get("head", 0)),
+                         stage=stage, stage_title=str(meta.get("stage_title", "")),
+                         stage_index=order.index(stage) + 1 if stage in order else None)
 
-    Returns ``{"theme": str, "scale": int, "preview": bool}``.
+
+def _stages():
+    from explorer.views import stages
+
+    return stages
+
+
+def _ident(sel, lang: str, model: str, text: str) -> str:
+    """Which selection a figure belongs to (the one-cell query/key aside)."""
+    from dataclasses import replace
+
+    return hashlib.sha1(repr((replace(sel, query=0, key=0), lang, model, text)).encode()
+                        ).hexdigest()[:16]
+
+
+# --- under every figure ---------------------------------------------------------------------
+
+def display_figure(fig):
+    """The figure to draw on the page: themed when the user asked for a preview."""
+    s = settings()
+    return apply_theme(fig, s["theme"]) if s["preview"] else fig
+
+
+def figure_downloads(fig, df, meta: dict, key: str) -> None:
+    """PNG, SVG, PDF and CSV download buttons for one figure.
+
+    ``fig`` is the figure as the views built it (never mutated); ``meta`` the app's figure
+    description (model, sentence, text, block, layer, head, stage, stage_title, caption, lang,
+    selection); ``key`` unique on the page.
     """
-    with st.expander(_t(lang, "export")):
-        theme = st.radio(_t(lang, "theme"), THEME_NAMES, index=THEME_NAMES.index(DEFAULT_THEME),
-                         format_func=lambda n: _t(lang, n), key="export_theme")
-        preview = st.checkbox(_t(lang, "preview"), value=False, key="export_preview",
-                              disabled=theme == "screen")
-        scale = st.select_slider(_t(lang, "scale"), options=[2, 3, 4], value=2,
-                                 key="export_scale")
+    s, lang = settings(), meta.get("lang", "en")
+    em = _meta(meta)
+    caption = meta.get("caption")
+    sel = meta.get("selection")
+    if sel is not None:  # remembered for "Export all": exactly what the page shows
+        shown = st.session_state.setdefault(SHOWN_KEY, {})
+        shown[em.stage] = (_ident(sel, lang, em.model, em.text), fig, df)
+    reason = ex.unavailable_reason()
+    stem = ex.file_stem(em)
+    cols = st.columns(4, gap="small")
+    for col, fmt in zip(cols, ex.IMAGE_FORMATS):
+        def data(fmt=fmt) -> bytes:
+            return ex.figure_bytes(ex.prepare(fig, em, theme=s["theme"], caption=caption), fmt,
+                                   scale=s["scale"])
+
+        col.download_button(
+            fmt.upper(), data=data, file_name=f"{stem}.{fmt}", mime=ex.MIME[fmt],
+            key=f"{key}-dl-{fmt}", on_click="ignore", disabled=reason is not None,
+            icon=":material/download:", width="stretch",
+            help=_t(lang, "unavailable", reason=reason.reason, install=reason.install)
+            if reason else f"{stem}.{fmt}")
+    cols[3].download_button(
+        "CSV", data=(lambda: ex.table_bytes(df)) if df is not None else b"",
+        file_name=f"{stem}.csv", mime=ex.MIME["csv"], key=f"{key}-dl-csv", on_click="ignore",
+        disabled=df is None, icon=":material/table:", width="stretch", help=f"{stem}.csv")
+
+
+# --- the sidebar ----------------------------------------------------------------------------
+
+def sidebar(run, info, sel, texts: list[str], lang: str = "en") -> dict:
+    """The sidebar's export section; draw it before the figures. Returns ``settings()``."""
+    with st.sidebar.expander(_t(lang, "export"), icon=":material/slideshow:"):
+        if st.session_state.get(THEME_KEY) not in THEME_NAMES:
+            st.session_state[THEME_KEY] = DEFAULT_THEME
+        st.radio(_t(lang, "theme"), THEME_NAMES, key=THEME_KEY, format_func=lambda n: _t(lang, n))
+        st.checkbox(_t(lang, "preview"), key=PREVIEW_KEY,
+                    disabled=st.session_state[THEME_KEY] == "screen")
+        if st.session_state.get(SCALE_KEY) not in (2, 3, 4):
+            st.session_state[SCALE_KEY] = 2
+        st.select_slider(_t(lang, "scale"), options=[2, 3, 4], key=SCALE_KEY)
         reason = ex.unavailable_reason()
         if reason is not None:
             st.warning(_t(lang, "unavailable", reason=reason.reason, install=reason.install))
         else:
             _prewarm()
-    return {"theme": theme, "scale": int(scale), "preview": bool(preview and theme != "screen")}
+        st.divider()
+        export_all(run, info, sel, texts, lang, reason)
+    return settings()
 
 
-def _render(fig, meta, fmt: str, theme: str, scale: int, caption: str | None):
-    def data() -> bytes:
-        return ex.figure_bytes(ex.prepare(fig, meta, theme=theme, caption=caption), fmt,
-                               scale=scale)
-
-    return data
-
-
-def figure_downloads(fig, df, meta: ex.ExportMeta, key: str, *, theme: str = DEFAULT_THEME,
-                     scale: int = 2, caption: str | None = None, lang: str = "en") -> None:
-    """One row of download buttons (PNG, SVG, PDF, CSV) for one figure on the page.
-
-    ``fig`` is the figure as the views built it (unthemed); ``key`` must be unique on the page.
-    """
-    reason = ex.unavailable_reason()
-    stem = ex.file_stem(meta)
-    cols = st.columns(4, gap="small")
-    for col, fmt in zip(cols, ex.IMAGE_FORMATS):
-        with col:
-            st.download_button(
-                fmt.upper(), data=_render(fig, meta, fmt, theme, scale, caption),
-                file_name=f"{stem}.{fmt}", mime=ex.MIME[fmt], key=f"{key}-dl-{fmt}",
-                on_click="ignore", disabled=reason is not None, icon=":material/download:",
-                help=(reason and str(reason)) or f"{stem}.{fmt}", width="stretch")
-    with cols[3]:
-        st.download_button(
-            "CSV", data=ex.table_bytes(df) if df is not None else b"",
-            file_name=f"{stem}.csv", mime=ex.MIME["csv"], key=f"{key}-dl-csv",
-            on_click="ignore", disabled=df is None, icon=":material/table:",
-            help=f"{stem}.csv", width="stretch")
-
-
-def export_all(cache, info, sel, *, model_name: str, text: str, theme: str = DEFAULT_THEME,
-               scale: int = 2, lang: str = "en", key: str = "export-all") -> None:
-    """Format checkboxes, a "Prepare ZIP" button with a progress bar, then the download."""
-    reason = ex.unavailable_reason()
+def export_all(run, info, sel, texts: list[str], lang: str, reason) -> None:
+    """Format checkboxes, "Prepare ZIP" (with a progress bar), then the download button."""
     st.markdown(f"**{_t(lang, 'all')}**")
-    cols = st.columns(4)
     chosen = []
+    cols = st.columns(len(ex.FORMATS))
     for col, fmt in zip(cols, ex.FORMATS):
-        with col:
-            image = fmt in ex.IMAGE_FORMATS
-            on = st.checkbox(fmt.upper(), value=fmt in ("png", "csv") if reason is None
-                             else fmt == "csv", key=f"{key}-{fmt}",
-                             disabled=image and reason is not None)
-            if on and not (image and reason is not None):
-                chosen.append(fmt)
-    if reason is not None:
-        st.caption(_t(lang, "unavailable", reason=reason.reason, install=reason.install))
+        image = fmt in ex.IMAGE_FORMATS
+        default = fmt in ("png", "csv") if reason is None else fmt == "csv"
+        on = col.checkbox(fmt.upper(), value=default, key=f"export_all_{fmt}",
+                          disabled=image and reason is not None)
+        if on and not (image and reason is not None):
+            chosen.append(fmt)
     if not chosen:
         st.caption(_t(lang, "none"))
         return
-    ident = hashlib.sha1(repr((model_name, text, sel, theme, scale, lang, chosen)).encode()
-                         ).hexdigest()[:16]
-    state_key = f"{key}-zip"
-    if st.button(_t(lang, "prepare"), key=f"{key}-prepare", icon=":material/folder_zip:"):
+    s = settings()
+    text = texts[sel.sentence]
+    ident = _ident(sel, lang, sel.model, text)
+    want = hashlib.sha1(repr((ident, s["theme"], s["scale"], chosen)).encode()).hexdigest()
+    if st.button(_t(lang, "prepare"), key="export_all_prepare", icon=":material/folder_zip:",
+                 width="stretch"):
         bar = st.progress(0.0)
 
         def step(done: int, total: int, what: str) -> None:
-            bar.progress(done / max(total, 1), text=_t(lang, "preparing", what=what))
+            bar.progress(done / max(total, 1),
+                         text=_t(lang, "preparing", done=done, total=total, what=what[-28:]))
 
         try:
-            data = ex.bundle_zip(cache, info, sel, model_name=model_name, text=text,
-                                 formats=chosen, theme=theme, lang=lang, scale=scale,
-                                 progress=step)
+            items = _items(run, info, sel, texts, lang, s["theme"], ident)
+            data = ex.zip_items(items, chosen, theme=s["theme"], scale=s["scale"], lang=lang,
+                                progress=step)
         except ex.ExportError as e:
-            bar.empty()
             st.error(_t(lang, "failed", error=e))
-            return
+            data = None
         bar.empty()
-        st.session_state[state_key] = (ident, data)
-    stored = st.session_state.get(state_key)
-    if stored and stored[0] == ident:
-        meta = ex.ExportMeta(model_name, sel.sentence, text, sel.block, sel.layer, sel.head, "all")
-        name = ex.file_stem(meta).rsplit("_", 1)[0] + ".zip"
-        st.download_button(_t(lang, "download_zip"), data=stored[1], file_name=name,
-                           mime=ex.MIME["zip"], key=f"{key}-download", on_click="ignore",
-                           icon=":material/download:", type="primary")
+        st.session_state[ZIP_KEY] = (want, data) if data else None
+    stored = st.session_state.get(ZIP_KEY)
+    if stored and stored[0] == want:
+        meta = ex.ExportMeta(sel.model, sel.sentence, text, sel.block, sel.layer, sel.head, "all")
+        st.download_button(_t(lang, "download_zip"), data=stored[1],
+                           file_name=ex.file_stem(meta).rsplit("_", 1)[0] + ".zip",
+                           mime=ex.MIME["zip"], key="export_all_download", on_click="ignore",
+                           icon=":material/download:", type="primary", width="stretch")
+    elif stored:
+        st.caption(_t(lang, "stale"))
+
+
+def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) -> list[ex.Item]:
+    """Every stage: as last shown on the page when it was, else built with default options."""
+    from explorer import state
+
+    shown = st.session_state.get(SHOWN_KEY, {})
+    text = texts[sel.sentence]
+    items = []
+    for sid, _titles in _stages().STAGES:
+        fig = df = None
+        if sid in shown and shown[sid][0] == ident:
+            _, fig, df = shown[sid]
+        else:
+            fig, df = state.stage_figure(sid, sel.model, texts, run, info, sel, lang)
+        items.append(ex.stage_item(sid, run, info, sel, model_name=sel.model, text=text,
+                                   theme=theme, lang=lang, fig=fig, df=df))
+    return items

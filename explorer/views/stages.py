@@ -248,6 +248,8 @@ def _qkv(c: _Ctx, title: str, opts: dict):
     for name, m, toks in (("Q", q, c.q_tokens), ("K", k, c.k_tokens), ("V", v, c.k_tokens)):
         part = matrix_df(m, toks, None, row_name="position", col_name="dim")
         part.insert(0, "matrix", name)
+        part.index = [f"{name} {i}" for i in part.index]
+        part.index.name = "position"
         parts.append(part)
     df = pd.concat(parts, axis=0)  # Q rows, then K rows, then V rows (cross-attention: other lengths)
     return fig, df

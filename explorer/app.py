@@ -21,7 +21,7 @@ except ImportError:
 import pandas as pd
 import streamlit as st
 
-from explorer import i18n, inputs, state
+from explorer import export_ui, i18n, inputs, state
 from explorer.views import stages, style
 
 log = logging.getLogger("attention_explorer")
@@ -74,18 +74,15 @@ def load_examples() -> list[str]:
 
 
 def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
-    """Draw one figure, and its numbers as a table with a CSV download. Every figure of the page
-    goes through here (export buttons belong here too). ``meta``: model, sentence, text, block,
-    layer, head, stage, stage_title, caption, lang."""
-    st.plotly_chart(fig, width="stretch", key=f"chart-{key}",
+    """Draw one figure, its download buttons (PNG, SVG, PDF, CSV: explorer/export_ui.py) and its
+    numbers as a table. Every figure of the page goes through here. ``meta``: model, sentence,
+    text, block, layer, head, stage, stage_title, caption, lang, selection."""
+    st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": key}})
+    export_ui.figure_downloads(fig, df, meta, key)
     if df is not None:
         with st.expander(i18n.t("table", meta.get("lang", "en"))):
             st.dataframe(df, width="stretch", height=min(420, 38 + 35 * len(df)))
-            st.download_button(
-                i18n.t("csv", meta.get("lang", "en")), data=lambda: df.to_csv().encode("utf-8-sig"),
-                file_name=f"{meta.get('stage', key)}.csv", mime="text/csv", key=f"csv-{key}",
-                on_click="ignore")
 
 
 # --- the URL -------------------------------------------------------------------------------
@@ -392,6 +389,7 @@ def page() -> None:
              format_func=lambda v: t(f"section_{v}"))
     view = st.session_state["view"]
     pg = Page(run, info, sel, texts)
+    export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures
     sections = [s for s, _ in stages.SECTIONS] if view == "all" else [view]
     for section in sections:
         if view == "all":

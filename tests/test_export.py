@@ -336,3 +336,37 @@ def test_cli_without_chromium_says_what_to_install_and_csv_still_works(tmp_path,
                 "--quiet", env=env)
     assert r.returncode == 0, r.stderr
     assert len(list((tmp_path / "b").glob("*.csv"))) >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The app's wiring (Streamlit AppTest, in-process)
+# ---------------------------------------------------------------------------------------------
+
+def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(monkeypatch,
+                                                                                 tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
+    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300).run()
+    assert not at.exception
+    buttons = at.get("download_button")
+    by_label: dict[str, list] = {}
+    for b in buttons:
+        by_label.setdefault(b.proto.label, []).append(b.proto)
+    assert set(by_label) >= {"PNG", "SVG", "PDF", "CSV"}
+    assert len(by_label["PNG"]) == len(by_label["SVG"]) == len(by_label["PDF"]) >= 10
+    assert all(p.disabled for f in ("PNG", "SVG", "PDF") for p in by_label[f])
+    assert any(not p.disabled for p in by_label["CSV"])
+    assert any("apt-get install -y chromium fonts-noto-cjk" in w.value for w in at.sidebar.warning)
+    assert at.sidebar.checkbox(key="export_all_png").disabled
+
+    at.sidebar.radio(key="export_theme").set_value("presentation").run()
+    at.sidebar.button(key="export_all_prepare").click().run()
+    assert not at.exception and not at.error
+    _ident, data = at.session_state["_export_zip"]
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        doc = json.loads(zf.read("manifest.json"))
+        names = set(zf.namelist())
+    assert names - {"manifest.json"} == {f["name"] for f in doc["files"]}
+    assert {f["format"] for f in doc["files"]} == {"csv"} and doc["theme"] == "presentation"
+    assert [d.proto.label for d in at.sidebar.get("download_button")] == ["Download ZIP"]

@@ -1,0 +1,270 @@
+"""Attention Explorer's benchmark: ``python -m bench`` prints a table; ``--json PATH`` also writes
+the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a tiny load test).
+
+    python -m bench                         # everything (about 10-15 minutes on 2 cores)
+    python -m bench --json bench/results/bench.json
+    python -m bench --quick
+    python -m bench --only hooks,stages     # sections: hooks, stages, export, concurrency
+
+Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
+  hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
+  stages          a layer/head change (every stage's figure from the cached run, serialised as
+                  the app sends it) vs a new sentence (model run + the same), per model, at
+                  16/128/512 tokens; the figures' payload (JSON bytes); target: a 512-token
+                  heatmap < 2 MB
+  export          cold and warm static export per format (bench/export_bench.py)
+  concurrency     N simulated sessions against a real `streamlit run explorer/app.py` (hosted
+                  mode, seed model), speaking Streamlit's websocket protocol: errors, p95 of a
+                  sentence change; target 20 sessions for 60 s, 0 errors, p95 <= 2 s; then the
+                  server's resident memory across 1000 reruns (flat: < 10% growth once warm)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HOOK_TARGET = 1.15
+HEATMAP_LIMIT = 2_000_000
+P95_TARGET = 2.0
+RSS_GROWTH_LIMIT = 0.10
+RSS_WARM_RERUNS = 200
+
+
+def p95(xs: list[float]) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(0.95 * len(xs) + 0.5)) - 1))]
+
+
+def section_hooks(models: dict, quick: bool) -> dict:
+    from . import models as mb
+
+    out = {}
+    for name, (m, note) in models.items():
+        texts = [mb.text_of(m, 16 if quick else 64), mb.text_of(m, 10 if quick else 40)]
+        r = mb.hook_overhead(m, texts, n=3 if quick else 7)
+        fwd = None if quick else mb.hook_overhead_forward(m, texts)
+        if fwd:
+            r["forward_only"] = fwd
+        r["note"] = note
+        out[name] = r
+    return out
+
+
+def section_stages(models: dict, lengths: list[int], quick: bool) -> dict:
+    from . import models as mb
+
+    out = {}
+    for name, (m, note) in models.items():
+        out[name] = {}
+        for n in lengths:
+            if n > m.info.max_len:
+                continue
+            reps = 3 if quick else {16: 5, 128: 3}.get(n, 1)
+            out[name][str(n)] = mb.stage_costs(m, name, n, reps)
+    return out
+
+
+def section_export(quick: bool) -> dict:
+    from explorer import export as ex
+
+    from . import export_bench
+
+    try:
+        r = export_bench.export_times(1 if quick else 5, formats=("png",) if quick else ex.IMAGE_FORMATS)
+    except ex.ExportUnavailable as e:
+        return {"skipped": str(e)}
+    return r
+
+
+def section_concurrency(sessions: int, seconds: float, think: tuple[float, float], reruns: int) -> dict:
+    from . import server as sv
+
+    t0 = time.perf_counter()
+    with sv.Server(hosted=True) as srv:
+        rss_idle = srv.rss_mb()
+        r = sv.load_test(srv, sessions=sessions, seconds=seconds, think=think, until_reruns=reruns)
+        alive = srv.proc.poll() is None
+        log = srv.log_tail(15) if r.errors else ""
+    lat = r.latencies
+    warm = [mb for n, mb in r.rss if n >= min(RSS_WARM_RERUNS, max(1, r.reruns // 5))]
+    rss_warm = warm[0] if warm else float("nan")
+    rss_end = r.rss[-1][1] if r.rss else float("nan")
+    return {
+        "sessions": sessions, "seconds": seconds, "think_s": list(think), "changes": len(lat),
+        "errors": len(r.errors), "error_messages": r.errors[:10], "p50_s": statistics.median(lat) if lat else None,
+        "p95_s": p95(lat), "max_s": max(lat) if lat else None,
+        "changes_per_s": len(lat) / seconds, "first_load_p95_s": p95(r.first_load_s),
+        "first_load_max_s": max(r.first_load_s) if r.first_load_s else None,
+        "server_alive": alive, "reruns": r.reruns, "rss_idle_mb": rss_idle,
+        "rss_warm_mb": rss_warm, "rss_warm_at_reruns": min(RSS_WARM_RERUNS, max(1, r.reruns // 5)),
+        "rss_end_mb": rss_end, "rss_growth": (rss_end - rss_warm) / rss_warm if warm else None,
+        "rss_samples": r.rss[:: max(1, len(r.rss) // 60)], "wall_s": time.perf_counter() - t0,
+        "server_log_tail": log,
+    }
+
+
+def targets(res: dict, full: bool) -> dict:
+    t = {}
+    for name, r in res.get("hook_overhead", {}).items():
+        t[f"hook_overhead.{name}"] = {"value": r["ratio"], "target": f"<= {HOOK_TARGET}",
+                                      "ok": r["ratio"] <= HOOK_TARGET}
+    for name, per in res.get("stages", {}).items():
+        if "512" in per:
+            v = per["512"]["heatmap_max_bytes"]
+            t[f"heatmap_512_bytes.{name}"] = {"value": v, "target": f"< {HEATMAP_LIMIT}", "ok": v < HEATMAP_LIMIT}
+    c = res.get("concurrency")
+    if c and "errors" in c:
+        ok = c["errors"] == 0 and c["p95_s"] <= P95_TARGET and c["server_alive"]
+        if full:
+            ok = ok and c["sessions"] >= 20 and c["seconds"] >= 60
+        t["concurrency"] = {"value": {"sessions": c["sessions"], "errors": c["errors"], "p95_s": c["p95_s"]},
+                            "target": f"20 sessions, 60 s, 0 errors, p95 <= {P95_TARGET}", "ok": ok}
+        if c.get("rss_growth") is not None:
+            g = c["rss_growth"]
+            t["rss_flat"] = {"value": {"reruns": c["reruns"], "growth": g},
+                             "target": f"< {RSS_GROWTH_LIMIT:.0%} after {c['rss_warm_at_reruns']} reruns",
+                             "ok": g < RSS_GROWTH_LIMIT and (c["reruns"] >= 1000 or not full)}
+    return t
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+def fmt_mb(b: float) -> str:
+    return f"{b / 1e6:.2f}"
+
+
+def table(res: dict) -> str:
+    L = []
+    meta = res["meta"]
+    L.append(f"Attention Explorer benchmark · {meta['date']} · {'quick' if meta['quick'] else 'full'} · "
+             f"{meta['cpus']} CPUs, load {meta['load_avg']} · torch threads {meta['torch_threads']}")
+    for note in meta["notes"]:
+        L.append(f"  note: {note}")
+    if "hook_overhead" in res:
+        L.append("")
+        L.append(f"hook_overhead: run_with_cache / run, same batch, medians (target ≤ {HOOK_TARGET})")
+        L.append(f"{'model':<10}{'tokens':>10}{'run s':>10}{'cached s':>10}{'ratio':>8}  ok")
+        for name, r in res["hook_overhead"].items():
+            ok = "yes" if r["ratio"] <= HOOK_TARGET else "NO"
+            L.append(f"{name:<10}{','.join(map(str, r['tokens'])):>10}{r['run_s']:>10.3f}"
+                     f"{r['run_with_cache_s']:>10.3f}{r['ratio']:>8.3f}  {ok}")
+            f = r.get("forward_only")
+            if f:
+                L.append(f"{'  forward':<10}{'':>10}{f['forward_s']:>10.3f}{f['forward_hooked_s']:>10.3f}"
+                         f"{f['ratio']:>8.3f}  (the hooked forward alone, without greedy decoding)")
+    if "stages" in res:
+        L.append("")
+        L.append("layer/head change (every stage's figure from the cached run, serialised) vs new sentence "
+                 "(model run + the same), medians; payload = figures' JSON")
+        L.append(f"{'model':<10}{'tokens':>7}{'n':>3}{'change s':>10}{'new s':>9}{'new/chg':>9}"
+                 f"{'all MB':>8}{'heatmap MB':>12}  {'(stage)':<9}{'<2MB':>5}")
+        for name, per in res["stages"].items():
+            for _n, r in per.items():
+                ok = "yes" if r["heatmap_max_bytes"] < HEATMAP_LIMIT else "NO"
+                L.append(f"{name:<10}{r['tokens']:>7}{r['n']:>3}{r['layer_change_s']:>10.3f}{r['new_sentence_s']:>9.3f}"
+                         f"{r['new_over_change']:>9.2f}{fmt_mb(r['payload_total_bytes']):>8}"
+                         f"{fmt_mb(r['heatmap_max_bytes']):>12}  {r['heatmap_max_stage']:<9}{ok:>5}")
+    if "export" in res:
+        L.append("")
+        e = res["export"]
+        if "skipped" in e:
+            L.append(f"export: skipped ({e['skipped']})")
+        else:
+            from .export_bench import format_table
+
+            L.append(format_table(e))
+    c = res.get("concurrency")
+    if c:
+        L.append("")
+        if "skipped" in c:
+            L.append(f"concurrency: skipped ({c['skipped']})")
+        else:
+            L.append(f"concurrency: {c['sessions']} websocket sessions vs a real server (hosted, seed), "
+                     f"{c['seconds']:.0f} s, a new sentence every {c['think_s'][0]:g}-{c['think_s'][1]:g} s each "
+                     f"(target: 20 sessions, 60 s, 0 errors, p95 ≤ {P95_TARGET} s)")
+            L.append(f"{'sessions':>8}{'changes':>9}{'per s':>7}{'errors':>8}{'p50 s':>8}{'p95 s':>8}{'max s':>8}"
+                     f"{'1st load p95 s':>16}")
+            L.append(f"{c['sessions']:>8}{c['changes']:>9}{c['changes_per_s']:>7.2f}{c['errors']:>8}"
+                     f"{(c['p50_s'] or float('nan')):>8.2f}{c['p95_s']:>8.2f}{(c['max_s'] or float('nan')):>8.2f}"
+                     f"{c['first_load_p95_s']:>16.2f}")
+            for msg in c["error_messages"][:5]:
+                L.append(f"  error: {msg}")
+            if c.get("rss_growth") is not None:
+                L.append(f"memory: server RSS {c['rss_idle_mb']:.0f} MB idle, {c['rss_warm_mb']:.0f} MB after "
+                         f"{c['rss_warm_at_reruns']} reruns, {c['rss_end_mb']:.0f} MB after {c['reruns']} reruns "
+                         f"({c['rss_growth']:+.1%}; flat = < {RSS_GROWTH_LIMIT:.0%})")
+    if res.get("targets"):
+        L.append("")
+        L.append("targets: " + ", ".join(f"{k} {'ok' if v['ok'] else 'MISSED'}" for k, v in res["targets"].items()))
+    return "\n".join(L)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    p.add_argument("--quick", action="store_true", help="a short smoke run")
+    p.add_argument("--only", default="hooks,stages,export,concurrency",
+                   help="comma-separated sections (hooks, stages, export, concurrency)")
+    p.add_argument("--models", default="seed,minilm,smollm2")
+    p.add_argument("--lengths", default="16,128,512")
+    p.add_argument("--sessions", type=int, default=20)
+    p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--think", default="4,8", help="seconds between a session's sentence changes: lo,hi")
+    p.add_argument("--reruns", type=int, default=1000, help="reruns in total for the memory check")
+    a = p.parse_args(argv)
+    only = {s.strip() for s in a.only.split(",") if s.strip()}
+    unknown = only - {"hooks", "stages", "export", "concurrency"}
+    if unknown:
+        p.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    try:
+        think = tuple(float(x) for x in a.think.split(","))
+        assert len(think) == 2 and 0 <= think[0] <= think[1]
+    except (ValueError, AssertionError):
+        p.error("--think wants two numbers lo,hi with 0 <= lo <= hi")
+    names = ["seed"] if a.quick else [m.strip() for m in a.models.split(",") if m.strip()]
+    lengths = [16] if a.quick else [int(x) for x in a.lengths.split(",")]
+    if a.quick:
+        a.sessions, a.seconds, think, a.reruns = min(a.sessions, 3), min(a.seconds, 8.0), (0.5, 1.0), 0
+
+    import torch
+
+    from . import models as mb
+
+    res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "quick": a.quick,
+                          "cpus": os.cpu_count(), "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+                          "torch_threads": torch.get_num_threads(), "python": sys.version.split()[0],
+                          "notes": []}}
+    models = {}
+    if only & {"hooks", "stages"}:
+        models, notes = mb.load_models(names)
+        res["meta"]["notes"] += notes
+        res["meta"]["models"] = {n: dict(m.info.as_dict(), note=note) for n, (m, note) in models.items()}
+    if "hooks" in only:
+        res["hook_overhead"] = section_hooks(models, a.quick)
+    if "stages" in only:
+        res["stages"] = section_stages(models, lengths, a.quick)
+    if "export" in only:
+        res["export"] = section_export(a.quick)
+    if "concurrency" in only:
+        res["concurrency"] = section_concurrency(a.sessions, a.seconds, think, a.reruns)
+    res["targets"] = targets(res, full=not a.quick)
+    res["meta"]["load_avg_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(table(res))
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")
+        print(f"\nwrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

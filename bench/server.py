@@ -1,0 +1,295 @@
+"""A real ``streamlit run explorer/app.py`` server, and simulated sessions that talk to it.
+
+Each simulated session speaks Streamlit's own websocket protocol, as the browser does: it
+connects to ``/_stcore/stream`` (same origin, subprotocol "streamlit"), asks for a script run
+with a ``BackMsg.rerun_script`` carrying the page's query string and widget states, and reads
+``ForwardMsg``s (deltas, page info, ...) until ``script_finished``. Typing a new sentence is a
+rerun whose widget states carry the text area's new value, exactly what the frontend sends.
+What it does not do is what the browser does after the bytes arrive (plotly drawing the
+figures): that costs the visitor's machine, not the server. Why not headless chromium: twenty
+chromium pages drawing the figures would need more than the 2 cores the server itself runs on,
+so they would measure the browsers, not the server.
+
+Only 127.0.0.1 is ever contacted; every session and the whole run are bounded in time.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+
+SENTENCES = [
+    "The cat sat on the mat.", "Attention is all you need.", "I love learning about transformers!",
+    "Where is the nearest train station?", "She sells sea shells by the sea shore.",
+    "Every head looks at the sentence differently.", "The model reads one token at a time.",
+    "Padding keeps a batch rectangular.", "A small dog chased the red ball.",
+    "안녕하세요 여러분", "나는 학교에 간다.", "어텐션이 전부다.", "오늘 날씨가 참 좋네요.",
+    "트랜스포머는 문장을 한꺼번에 읽는다.", "hello world", "stressed desserts",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _local_get(url: str, timeout: float = 5.0) -> bytes:
+    """GET a 127.0.0.1 URL, never through a proxy."""
+    assert url.startswith(f"http://{HOST}:"), url
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout) as r:
+        return r.read()
+
+
+class Server:
+    """``streamlit run explorer/app.py`` on 127.0.0.1 and a free port, from the repository root
+    (so ``.streamlit/config.toml`` applies), in hosted mode unless told otherwise."""
+
+    def __init__(self, *, hosted: bool = True, env: dict | None = None, start_timeout: float = 90):
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-streamlit-", suffix=".log", delete=False)
+        self.env = {**os.environ, **(env or {})}
+        if hosted:
+            self.env["ATTENTION_EXPLORER_HOSTED"] = "1"
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Server":
+        cmd = [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.address", HOST,
+               "--server.port", str(self.port), "--server.headless", "true"]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the streamlit server exited ({self.proc.returncode}):\n{self.log_tail()}")
+            try:
+                if _local_get(f"{self.url}/_stcore/health", 2).strip() == b"ok":
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.3)
+        self.__exit__(None, None, None)
+        raise RuntimeError(f"the streamlit server did not start in {self.start_timeout:.0f} s:\n{self.log_tail()}")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+    def log_tail(self, n: int = 40) -> str:
+        self.log.flush()
+        lines = Path(self.log.name).read_text(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+    def rss_mb(self) -> float:
+        import psutil
+
+        return psutil.Process(self.proc.pid).memory_info().rss / 2**20
+
+
+@dataclass
+class RunResult:
+    seconds: float
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)
+    charts: int = 0
+    chart_bytes: int = 0
+    bytes: int = 0
+    status: str = ""
+
+
+class Session:
+    """One visitor: a websocket to the server, and the widget values the page currently has."""
+
+    def __init__(self, port: int, *, query: str = "", run_timeout: float = 60.0):
+        self.port, self.query, self.run_timeout = port, query, run_timeout
+        self.ws = None
+        self.widget_ids: dict[str, str] = {}  # user key -> widget id
+        self.page_hash = ""
+
+    async def __aenter__(self) -> "Session":
+        from websockets.asyncio.client import connect
+
+        self.ws = await connect(f"ws://{HOST}:{self.port}/_stcore/stream", subprotocols=["streamlit"],
+                                origin=f"http://{HOST}:{self.port}", proxy=None, max_size=None,
+                                open_timeout=self.run_timeout)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    async def rerun(self, widgets: dict[str, str] | None = None) -> RunResult:
+        """Ask for a script run (with the text area set to ``widgets["text"]``, etc.) and read
+        everything the server sends until the run finishes."""
+        from streamlit.proto.Alert_pb2 import Alert
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        back = BackMsg()
+        cs = back.rerun_script
+        cs.query_string = self.query
+        cs.page_script_hash = self.page_hash
+        for key, value in (widgets or {}).items():
+            if key not in self.widget_ids:
+                raise KeyError(f"the page has no widget with key {key!r} (yet)")
+            w = cs.widget_states.widgets.add()
+            w.id = self.widget_ids[key]
+            w.string_value = value
+        t0 = time.perf_counter()
+        await self.ws.send(back.SerializeToString())
+        res = RunResult(seconds=0.0)
+        deadline = t0 + self.run_timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                res.errors.append(f"timeout: no script_finished within {self.run_timeout:.0f} s")
+                break
+            try:
+                raw = await asyncio.wait_for(self.ws.recv(), left)
+            except asyncio.TimeoutError:
+                continue
+            res.bytes += len(raw)
+            msg = ForwardMsg()
+            msg.ParseFromString(raw)
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                self.page_hash = msg.new_session.page_script_hash
+            elif kind == "page_info_changed":
+                self.query = msg.page_info_changed.query_string
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                el = msg.delta.new_element
+                ek = el.WhichOneof("type")
+                if ek == "exception":
+                    res.errors.append(f"exception: {el.exception.type}: {el.exception.message[:200]}")
+                elif ek == "alert":
+                    body = el.alert.body[:200]
+                    if el.alert.format == Alert.ERROR:
+                        res.errors.append(f"st.error: {body}")
+                    elif el.alert.format == Alert.WARNING:
+                        res.warnings.append(body)
+                    else:
+                        res.infos.append(body)
+                elif ek == "plotly_chart":
+                    res.charts += 1
+                    res.chart_bytes += len(el.plotly_chart.spec)
+                else:
+                    wid = getattr(getattr(el, ek), "id", "") if ek else ""
+                    if isinstance(wid, str) and wid.startswith("$$ID-"):
+                        self.widget_ids[wid.rsplit("-", 1)[-1]] = wid
+            elif kind == "script_finished":
+                status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+                if status == "FINISHED_EARLY_FOR_RERUN":
+                    continue  # a callback asked for another run: keep reading
+                res.status = status
+                if status == "FINISHED_WITH_COMPILE_ERROR":
+                    res.errors.append("script compile error")
+                break
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+def sentence(rng: random.Random, tag: str) -> str:
+    """A new batch of one or two natural sentences, unique (so the run cache never answers it)."""
+    lines = [rng.choice(SENTENCES) for _ in range(rng.choice((1, 1, 2)))]
+    lines[0] = f"{lines[0]} {tag}"
+    return "\n".join(lines)
+
+
+@dataclass
+class LoadResult:
+    sessions: int
+    seconds: float
+    first_load_s: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # sentence changes inside the timed window
+    errors: list[str] = field(default_factory=list)
+    reruns: int = 0
+    rss: list[tuple[int, float]] = field(default_factory=list)  # (reruns so far, MB)
+
+
+async def _visitor(i: int, server: Server, out: LoadResult, stop_at: float, think: tuple[float, float],
+                   rng: random.Random, counter: list[int], run_timeout: float, until_reruns: int) -> None:
+    await asyncio.sleep(rng.uniform(0, 2.0))  # people arrive within a couple of seconds
+    try:
+        async with Session(server.port, run_timeout=run_timeout) as s:
+            first = await s.rerun()
+            out.first_load_s.append(first.seconds)
+            out.errors += [f"session {i} first load: {e}" for e in first.errors]
+            counter[0] += 1
+            k = 0
+            while True:
+                timed = time.monotonic() < stop_at
+                if timed:
+                    await asyncio.sleep(rng.uniform(*think))
+                    timed = time.monotonic() < stop_at  # the change starts inside the window
+                if not timed and counter[0] >= until_reruns:
+                    break
+                k += 1
+                r = await s.rerun({"text": sentence(rng, f"s{i}n{k}")})
+                counter[0] += 1
+                if timed:
+                    out.latencies.append(r.seconds)
+                out.errors += [f"session {i} run {k}: {e}" for e in r.errors]
+    except Exception as e:  # a dropped connection is an error of the server under load
+        out.errors.append(f"session {i}: {type(e).__name__}: {e}")
+
+
+async def _sample_rss(server: Server, out: LoadResult, counter: list[int], done: asyncio.Event,
+                      every: float = 1.0) -> None:
+    while not done.is_set():
+        out.rss.append((counter[0], server.rss_mb()))
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(done.wait(), every)
+    out.rss.append((counter[0], server.rss_mb()))
+
+
+async def _load(server: Server, sessions: int, seconds: float, think: tuple[float, float], seed: int,
+                run_timeout: float, until_reruns: int, hard_limit: float) -> LoadResult:
+    out = LoadResult(sessions=sessions, seconds=seconds)
+    counter = [0]
+    rng = random.Random(seed)
+    stop_at = time.monotonic() + seconds
+    done = asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(server, out, counter, done))
+    tasks = [asyncio.create_task(_visitor(i, server, out, stop_at, think, random.Random(rng.random()),
+                                          counter, run_timeout, until_reruns)) for i in range(sessions)]
+    finished, pending = await asyncio.wait(tasks, timeout=hard_limit)
+    for t in pending:
+        t.cancel()
+        out.errors.append("a session was still running at the bench's hard time limit")
+    done.set()
+    await sampler
+    out.reruns = counter[0]
+    return out
+
+
+def load_test(server: Server, *, sessions: int = 20, seconds: float = 60.0, think=(4.0, 8.0),
+              seed: int = 0, run_timeout: float = 60.0, until_reruns: int = 0,
+              hard_limit: float = 1800.0) -> LoadResult:
+    """``sessions`` visitors arrive, each loads the page, then changes the sentence every
+    ``think`` seconds (uniform) until ``seconds`` have passed; after that, if ``until_reruns`` is
+    more than the reruns so far, they keep changing sentences with no pause until it is reached
+    (for the memory check). Latencies are of the sentence changes in the timed window only."""
+    return asyncio.run(_load(server, sessions, seconds, tuple(think), seed, run_timeout, until_reruns,
+                             hard_limit))

@@ -7,9 +7,16 @@
 Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
 does not run again. A weight file's modification time is part of every key, so when a missing
 seed checkpoint appears (or is retrained), the next page load uses it.
+
+Hosting: at most ``MAX_CONCURRENT_RUNS`` forward passes run at once in the process (others wait
+their turn, so a burst of visitors queues instead of exhausting memory); with
+``ATTENTION_EXPLORER_HOSTED=1`` only the named models load (never a local path) and error messages
+do not show the server's folders.
 """
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -20,6 +27,17 @@ from model.registry import SEED_WEIGHTS
 
 RUN_CACHE_ENTRIES = 32
 RUN_CACHE_TTL = 3600  # seconds
+HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1", "true", "yes", "on")
+# one forward pass per core (torch runs each on one thread here); ATTENTION_EXPLORER_MAX_RUNS overrides
+MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("ATTENTION_EXPLORER_MAX_RUNS") or min(os.cpu_count() or 1, 4)))
+_RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
+
+
+def _hide_paths(text: str) -> str:
+    """Hosted mode: a message without the server's folders (file names stay)."""
+    for folder in sorted({str(Path(__file__).resolve().parent.parent), str(Path.home())}, key=len, reverse=True):
+        text = text.replace(folder, "…")
+    return text
 
 
 def weights_stamp(name: str) -> float | None:
@@ -45,6 +63,14 @@ def _load(name: str, stamp: float | None):
 
 
 def load_model(name: str):
+    if HOSTED:
+        if name not in model.available():
+            raise model.WeightsError(f"this hosted server loads only {', '.join(model.available())}")
+        try:
+            m, notice = _load(name, weights_stamp(name))
+        except model.WeightsError as e:
+            raise model.WeightsError(_hide_paths(str(e))) from None
+        return m, notice and _hide_paths(notice)
     return _load(name, weights_stamp(name))
 
 
@@ -61,7 +87,8 @@ def model_weights(name: str) -> dict:
 @st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
 def _run(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
     m, _ = _load(name, stamp)
-    return run_data(m, list(texts), with_weights=False)
+    with _RUN_SLOTS:  # a cache hit never waits here
+        return run_data(m, list(texts), with_weights=False)
 
 
 def run(name: str, texts: list[str]) -> RunData:

@@ -1,0 +1,33 @@
+# Attention Explorer, hosted (e.g. for a workshop). The same commands as the README:
+#   sh scripts/setup.sh && streamlit run explorer/app.py
+#
+#   docker build -t attention-explorer .
+#   docker build --build-arg FETCH="minilm smollm2" -t attention-explorer .   # + the real models
+#   docker run --rm -p 8501:8501 attention-explorer                         # http://localhost:8501
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    ATTENTION_EXPLORER_HOSTED=1 \
+    ATTENTION_EXPLORER_CACHE=/models
+
+WORKDIR /app
+COPY . .
+
+# torch's CPU wheel first (requirements.txt pins torch==2.13.0; the plain PyPI wheel would pull CUDA)
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+ && sh scripts/setup.sh \
+ && rm -rf /var/lib/apt/lists/*
+
+ARG FETCH=""
+RUN mkdir -p /models && if [ -n "$FETCH" ]; then python -m model.fetch $FETCH; fi
+
+# the server runs as an unprivileged user; it writes nothing under /app
+RUN useradd --create-home --uid 10001 explorer && chown -R explorer /models
+USER explorer
+
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+    CMD python -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
+CMD ["streamlit", "run", "explorer/app.py", "--server.address=0.0.0.0", "--server.port=8501"]

@@ -138,7 +138,7 @@ def sidebar_inputs() -> tuple[str, str]:
     if keep("model", "seed") not in inputs.MODELS:
         st.session_state["model"] = "seed"
     sb.selectbox(t("model"), inputs.MODELS, key="model",
-                 format_func=lambda m: f"{m} — {i18n.t('models.' + m, lang())}")
+                 format_func=lambda m, lg=lang(): f"{m} — {i18n.t('models.' + m, lg)}")
     examples = load_examples()
 
     def use_example() -> None:
@@ -180,7 +180,7 @@ def sidebar_selection(info, texts: list[str], messages: list) -> stages.Selectio
                                                why=t("why_choice", choices=", ".join(blocks)))))
     if keep("block", blocks[0]) not in blocks:
         st.session_state["block"] = blocks[0]
-    sb.selectbox(t("block"), blocks, key="block", format_func=lambda b: i18n.t(f"blocks.{b}", lang()))
+    sb.selectbox(t("block"), blocks, key="block", format_func=lambda b, lg=lang(): i18n.t(f"blocks.{b}", lg))
     block = st.session_state["block"]
     n_layers = stages.layers_for(info, block)
     url_int("layer", n_layers, messages)
@@ -386,7 +386,7 @@ def page() -> None:
     if keep("view", "all") not in inputs.VIEWS:
         st.session_state["view"] = "all"
     st.radio(t("view"), inputs.VIEWS, key="view", horizontal=True,
-             format_func=lambda v: t(f"section_{v}"))
+             format_func=lambda v, lg=lang(): i18n.t(f"section_{v}", lg))
     view = st.session_state["view"]
     pg = Page(run, info, sel, texts)
     export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures

@@ -1,0 +1,211 @@
+"""The app's wiring, driven by Streamlit's AppTest: every section renders without an exception, the
+URL's query parameters set (and follow) the state, bad input never crashes the page, and changing
+layer / head / view does not run the model again."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer import state
+from explorer.inputs import MAX_SENTENCES, VIEWS
+
+APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
+TIMEOUT = 180
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def app(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [e for e in at.error if "could not be drawn" in e.value or "went wrong" in e.value], \
+        [e.value for e in at.error]
+
+
+def charts(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+def warnings(at: AppTest) -> str:
+    return "\n".join(w.value for w in at.warning)
+
+
+def test_default_page_shows_every_stage():
+    at = app()
+    ok(at)
+    assert at.session_state["model"] == "seed" and at.session_state["view"] == "all"
+    assert charts(at) >= 17
+    assert at.title[0].value == "Attention Explorer"
+    assert at.code[0].value == "hello world"  # the sentence being shown, literally
+    assert len(at.get("latex")) >= 17  # a formula per stage
+
+
+@pytest.mark.parametrize("view", [v for v in VIEWS if v != "all"])
+def test_every_section_renders(view):
+    at = app(view=view)
+    ok(at)
+    assert at.session_state["view"] == view
+    assert charts(at) >= 1
+
+
+def test_every_block_layer_and_head_in_korean():
+    at = app(view="scores", lang="ko")
+    ok(at)
+    assert at.title[0].value == "어텐션 탐색기"
+    for block in ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn"):
+        at.sidebar.selectbox(key="block").set_value(block).run()
+        ok(at)
+        at.sidebar.slider(key="layer").set_value(1)
+        at.sidebar.slider(key="head").set_value(3).run()
+        ok(at)
+        assert charts(at) == 5
+        assert at.query_params["block"] == [block] or at.query_params["block"] == block
+
+
+def test_changing_layer_head_view_or_sentence_does_not_rerun_the_model(monkeypatch):
+    calls = []
+    real = state.run_data
+
+    def counting(m, texts, **kw):
+        calls.append(tuple(texts))
+        return real(m, texts, **kw)
+
+    monkeypatch.setattr(state, "run_data", counting)
+    state._run.clear()
+    at = app(text="counting run\n두 번째", view="scores")
+    ok(at)
+    assert len(calls) == 1
+    at.sidebar.slider(key="layer").set_value(1).run()
+    at.sidebar.slider(key="head").set_value(2).run()
+    at.sidebar.selectbox(key="sentence").set_value(1).run()
+    at.sidebar.selectbox(key="block").set_value("decoder.cross_attn").run()
+    at.radio(key="view").set_value("overview").run()
+    ok(at)
+    assert len(calls) == 1
+    at.sidebar.text_area(key="text").set_value("a new sentence").run()
+    ok(at)
+    assert len(calls) == 2
+
+
+def test_url_parameters_set_the_state_and_follow_it():
+    at = app(model="seed", text="hello\n안녕하세요", layer="1", head="2", block="decoder.cross_attn",
+             sentence="1", lang="ko", view="scores")
+    ok(at)
+    assert not any(f"`{name}=" in warnings(at) for name in ("model", "layer", "head", "block", "sentence"))
+    s = at.session_state
+    assert (s["layer"], s["head"], s["block"], s["sentence"], s["lang"]) == (1, 2, "decoder.cross_attn", 1, "ko")
+    assert s["text"] == "hello\n안녕하세요"
+    at.sidebar.slider(key="head").set_value(0).run()
+    assert at.query_params["head"] in ("0", ["0"])
+    assert at.query_params["layer"] in ("1", ["1"])
+
+
+@pytest.mark.parametrize("params, expect", [
+    ({"layer": "999"}, ("layer", 1)),
+    ({"head": "-3"}, ("head", 0)),
+    ({"sentence": "42"}, ("sentence", 1)),
+    ({"model": "../../etc/passwd"}, ("model", "seed")),
+    ({"block": "nonsense"}, ("block", "encoder.self_attn")),
+    ({"layer": "one"}, ("layer", 0)),
+    ({"lang": "fr"}, ("lang", "en")),
+    ({"view": "<script>"}, ("view", "all")),
+])
+def test_invalid_url_parameters_are_clipped_or_ignored_with_a_message(params, expect):
+    at = app(text="a\nb", **params)
+    ok(at)
+    key, value = expect
+    assert at.session_state[key] == value
+    name = next(iter(params))
+    assert f"`{name}=" in warnings(at)
+
+
+def test_empty_text_gets_a_friendly_prompt():
+    at = app()
+    at.sidebar.text_area(key="text").set_value("   \n\n").run()
+    ok(at)
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert charts(at) == 0
+
+
+def test_huge_text_is_truncated_with_a_notice():
+    at = app(view="tokens")
+    at.sidebar.text_area(key="text").set_value("\n".join(["가나다라" * 300] * 20)).run()
+    ok(at)
+    notes = "\n".join(i.value for i in at.info)
+    assert f"first {MAX_SENTENCES} sentences" in notes and "characters" in notes and "tokens" in notes
+    assert len(at.sidebar.selectbox(key="sentence").options) == MAX_SENTENCES
+
+
+def test_html_emoji_control_characters_and_korean_are_shown_literally():
+    text = "<script>alert(1)</script>\n🙂 emoji\x07bell\x00nul\n안녕하세요 <b>굵게</b>"
+    at = app(view="tokens")
+    at.sidebar.text_area(key="text").set_value(text).run()
+    ok(at)
+    assert at.code[0].value == "<script>alert(1)</script>"
+    for md in at.markdown:
+        assert "<script" not in md.value and "<b>굵게" not in md.value
+    for sentence in (1, 2):
+        at.sidebar.selectbox(key="sentence").set_value(sentence).run()
+        ok(at)
+    assert at.code[0].value == "안녕하세요 <b>굵게</b>"
+
+
+def test_url_text_with_html_and_control_characters():
+    at = app(text="<img src=x onerror=alert(1)>\n\x1b[31mred", view="scores")
+    ok(at)
+    assert at.code[0].value == "<img src=x onerror=alert(1)>"
+
+
+def test_overview_drills_into_a_head():
+    at = app(view="overview")
+    ok(at)
+    at.selectbox(key="drill").set_value((1, 3))
+    at.button(key="drill_go").click().run()
+    ok(at)
+    assert (at.session_state["layer"], at.session_state["head"], at.session_state["view"]) == (1, 3, "scores")
+
+
+def test_one_cell_pickers():
+    at = app(view="cell", query="2", key="1")
+    ok(at)
+    assert (at.session_state["query"], at.session_state["key"]) == (2, 1)
+    at.selectbox(key="key").set_value(5).run()
+    ok(at)
+    assert any("softmax" in x.value for x in at.get("latex"))
+
+
+def test_positional_controls():
+    at = app(view="position")
+    ok(at)
+    at.select_slider(key="pe_base").set_value(100.0)
+    at.number_input(key="pe_d_model").set_value(16)
+    at.number_input(key="pe_positions").set_value(60).run()
+    ok(at)
+    assert charts(at) == 5
+
+
+def test_a_model_that_is_not_there_gets_a_message_not_a_traceback():
+    at = app(model="smollm2")
+    assert not at.exception
+    if at.error:  # not fetched here: the message says how to get it
+        assert "smollm2" in at.error[0].value
+    else:
+        assert charts(at) > 0
+
+
+def test_missing_seed_weights_fall_back_to_the_untrained_model(monkeypatch, tmp_path):
+    from model import registry
+
+    monkeypatch.setitem(registry.SEED_WEIGHTS, "seed-sort", tmp_path / "missing.safetensors")
+    at = app(model="seed-sort", view="tokens")
+    ok(at)
+    assert "not available" in warnings(at) and "missing.safetensors" in warnings(at)
+    assert charts(at) >= 1

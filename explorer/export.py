@@ -222,13 +222,16 @@ def export_size(fig: go.Figure, theme: str = DEFAULT_THEME, width: int | None = 
 
 def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | None = None,
                  height: int | None = None) -> bytes:
-    """Render ``fig`` as png, svg or pdf. PNG pixel size = (width, height) × scale."""
+    """Render ``fig`` as png, svg or pdf. PNG pixel size = (width, height) × scale; SVG and PDF
+    are vector, at the layout size."""
     fmt = fmt.lower()
     if fmt not in IMAGE_FORMATS:
         raise ValueError(f"unknown image format {fmt!r}; choose from {', '.join(IMAGE_FORMATS)}")
     if not scale or scale <= 0:
         raise ValueError("scale must be positive")
     w, h = export_size(fig, width=width, height=height)
+    if fmt != "png":
+        scale = 1  # vector: the page keeps the layout size (1600×900 px → 1200×675 pt)
     return _RENDERER.render(fig.to_dict(), {"format": fmt, "width": w, "height": h, "scale": scale})
 
 

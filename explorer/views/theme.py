@@ -130,7 +130,11 @@ def apply_theme(fig: go.Figure, name: str = DEFAULT_THEME) -> go.Figure:
         out.update_layout(title_font=_font(theme.title_size, ink))
     if theme.tick_size:
         for update in (out.update_xaxes, out.update_yaxes):
-            update(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size))
+            # larger labels need more room than the figure's own margins: let plotly grow them
+            update(tickfont=_font(theme.tick_size), title_font=_font(theme.font_size),
+                   automargin=True)
+    if theme.light:
+        out.update_yaxes(tickangle=0)  # horizontal row labels read best on a slide
     for ann in out.layout.annotations or ():
         ann.font.family = FONT_FAMILY
         if theme.text_scale != 1:

@@ -49,13 +49,22 @@ def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
         raise WeightsError(f"{path.name} is not a seed Transformer checkpoint (for a BERT "
                            f"checkpoint, give its folder: config.json + model.safetensors + "
                            f"tokenizer.json)")
-    cfg = SeedConfig.from_dict(json.loads(meta["config"]))
     tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
-    m = SeedTransformer(cfg, tok, name=name)
-    missing, unexpected = m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
-    if missing or unexpected:
+    try:  # the configuration is checked against the tensors on the meta device (no memory) first
+        cfg = SeedConfig.from_dict(json.loads(meta.get("config", "")))
+        with torch.device("meta"):
+            want = {k: tuple(v.shape) for k, v in SeedTransformer(cfg, tok, name=name).state_dict().items()}
+    except (ValueError, TypeError, AttributeError) as e:
+        raise WeightsError(f"{path.name} has an unusable seed configuration ({type(e).__name__}: "
+                           f"{str(e)[:200]}); retrain with `python -m model.train reverse`") from None
+    got = {k: tuple(v.shape) for k, v in tensors.items()}
+    missing, unexpected = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
+    wrong = [f"{k} {got[k]} != {want[k]}" for k in sorted(want.keys() & got.keys()) if got[k] != want[k]]
+    if missing or unexpected or wrong:
         raise WeightsError(f"{path.name} does not match the seed architecture "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+                           f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
+    m = SeedTransformer(cfg, tok, name=name)
+    m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     return m.eval()
 
 

@@ -164,6 +164,7 @@ def token_axes(*, rows: Sequence[str] | None, cols: Sequence[str] | None, n_rows
     xa = style.token_axis(cols, col_title) if cols is not None else style.index_axis(n_cols, col_title)
     ya = style.token_axis(rows, row_title) if rows is not None else style.index_axis(n_rows, row_title)
     ya["range"] = [n_rows - 0.5, -0.5]
+    ya["tickangle"] = 0  # row labels always read horizontally
     return xa, ya
 
 

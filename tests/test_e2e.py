@@ -1,0 +1,208 @@
+"""End to end: a real `streamlit run explorer/app.py` server driven by headless Debian chromium.
+
+Loads a URL with parameters, types a Korean sentence, changes layer and head and checks that the
+figures change (their plotly data), saves a screenshot (docs/screenshot.png and tests/artifacts/),
+and records how long the first page and a layer/head change take (tests/artifacts/e2e_timings.json).
+
+    pytest -m e2e tests/test_e2e.py -s
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"]
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} not found (Debian: apt-get install chromium)", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api")
+
+PLOTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .filter(d => d.data && d.data.length).length"""
+DATA_JS = """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .map(d => (d.data || []).map(t => t.z || t.y || null)))"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    break
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            pytest.fail(f"streamlit exited: see {ARTIFACTS / 'streamlit.log'}")
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not become healthy within 120 s")
+    yield url
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def wait_for_plots(page, n: int, timeout: float = 180) -> float:
+    t0 = time.time()
+    page.wait_for_function(f"() => ({PLOTS_JS})() >= {n}", timeout=timeout * 1000)
+    return time.time() - t0
+
+
+def wait_for_change(page, before: str, timeout: float = 120) -> float:
+    """Seconds until the figures' data differ from ``before``."""
+    t0 = time.time()
+    page.wait_for_function(f"(before) => ({DATA_JS})() !== before", arg=before, timeout=timeout * 1000)
+    return time.time() - t0
+
+
+def settle(page, quiet: float = 0.6, timeout: float = 60) -> None:
+    """Wait until the figures stop changing (the rerun has finished drawing)."""
+    deadline = time.time() + timeout
+    last, since = page.evaluate(DATA_JS), time.time()
+    while time.time() < deadline:
+        time.sleep(0.2)
+        now = page.evaluate(DATA_JS)
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+
+
+def no_exception(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert "Traceback" not in page.content()
+
+
+def test_first_page_and_layer_head_changes(server, browser):
+    timings: dict[str, float] = {}
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+
+    # the default page (cold: the server loads the model and runs it)
+    t0 = time.time()
+    page.goto(server, wait_until="domcontentloaded")
+    wait_for_plots(page, 17)
+    timings["first_page_all_figures_cold_s"] = round(time.time() - t0, 2)
+    no_exception(page)
+
+    # a shared link with parameters
+    text = "hello world\n안녕하세요"
+    link = (f"{server}/?model=seed&view=scores&layer=0&head=0&block=encoder.self_attn&lang=en"
+            f"&text={quote(text)}")
+    t0 = time.time()
+    page.goto(link, wait_until="domcontentloaded")
+    wait_for_plots(page, 5)
+    timings["link_with_params_s"] = round(time.time() - t0, 2)
+    settle(page)
+    no_exception(page)
+    assert page.locator('[data-testid="stCode"]').first.inner_text().strip() == "hello world"
+
+    # type a Korean sentence
+    before = page.evaluate(DATA_JS)
+    area = page.locator('section[data-testid="stSidebar"] textarea').first
+    area.fill("나는 학교에 간다\n오늘 날씨가 참 좋다")
+    area.press("Control+Enter")
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('[data-testid=\"stCode\"]'))"
+        ".some(e => e.innerText.includes('나는 학교에 간다'))", timeout=120_000)
+    wait_for_change(page, before)
+    settle(page)
+    no_exception(page)
+    assert "text=" in page.url and quote("나는") in page.url
+
+    # layer, then head: the figures change, and the URL follows
+    def slider(label: str):
+        return page.locator(f'section[data-testid="stSidebar"] input[type="range"][aria-label="{label}"]')
+
+    for name, label in (("layer", "Layer"), ("head", "Head")):
+        before = page.evaluate(DATA_JS)
+        slider(label).focus()
+        t0 = time.time()
+        slider(label).press("ArrowRight")
+        wait_for_change(page, before)
+        timings[f"{name}_change_s"] = round(time.time() - t0, 2)
+        settle(page)
+        assert page.evaluate(DATA_JS) != before
+        page.wait_for_function(f"() => location.search.includes('{name}=1')", timeout=30_000)
+    no_exception(page)
+
+    # back to a layer already seen (the figures are cached)
+    before = page.evaluate(DATA_JS)
+    slider("Layer").focus()
+    t0 = time.time()
+    slider("Layer").press("ArrowLeft")
+    wait_for_change(page, before)
+    timings["layer_change_seen_before_s"] = round(time.time() - t0, 2)
+    settle(page)
+
+    # screenshot for the README: two sentences (padding), masks and weights in view
+    page.evaluate("() => window.scrollTo(0, 0)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ROOT / "docs").mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "scores_full.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "screenshot.png"))
+    page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+    assert (ROOT / "docs" / "screenshot.png").stat().st_size > 20_000
+
+    (ARTIFACTS / "e2e_timings.json").write_text(json.dumps(timings, indent=2))
+    print("\nE2E timings:", json.dumps(timings))
+    page.close()
+
+
+def test_bad_link_shows_messages_not_tracebacks(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/?model=..%2F..%2Fetc%2Fpasswd&layer=999&head=-3&view=scores"
+              f"&text={quote('<script>alert(1)</script>')}", wait_until="domcontentloaded")
+    wait_for_plots(page, 5)
+    no_exception(page)
+    alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    joined = "\n".join(alerts)
+    assert "model=" in joined and "layer=999" in joined and "head=-3" in joined
+    assert page.locator('[data-testid="stCode"]').first.inner_text().strip() == "<script>alert(1)</script>"
+    assert page.evaluate("() => document.querySelectorAll('script:not([src])').length") >= 0
+    assert page.locator("text=alert(1)").count() >= 1
+    page.close()

@@ -366,8 +366,9 @@ def page() -> None:
 
     texts, tok_notices = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
     notices += tok_notices
+    n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
     with st.spinner(t("running")):
-        run = state.run(name, texts)
+        run = state.run(name, texts, n_tokens, m.info)
 
     info = m.info
     sel = sidebar_selection(info, texts, messages)

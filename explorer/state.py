@@ -3,6 +3,7 @@
     load_model(name)        -> (model, fallback_notice | None)   st.cache_resource: once per process
     model_weights(name)     -> {"...W_Q": array, ...}            st.cache_resource: zero-copy views
     run(name, texts)        -> RunData (numpy, picklable)         st.cache_data: by model + text
+                                                                  (bounded: entries and time)
 
 Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
 does not run again. A weight file's modification time is part of every key, so when a missing
@@ -27,6 +28,9 @@ from model.registry import SEED_WEIGHTS
 
 RUN_CACHE_ENTRIES = 32
 RUN_CACHE_TTL = 3600  # seconds
+LARGE_RUN_BYTES = 32 * 2**20  # runs bigger than this are cached apart, and fewer of them
+LARGE_RUN_CACHE_ENTRIES = 4
+LARGE_RUN_CACHE_TTL = 900
 HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1", "true", "yes", "on")
 # one forward pass per core (torch runs each on one thread here); ATTENTION_EXPLORER_MAX_RUNS overrides
 MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("ATTENTION_EXPLORER_MAX_RUNS") or min(os.cpu_count() or 1, 4)))
@@ -84,17 +88,38 @@ def model_weights(name: str) -> dict:
     return _weights(name, weights_stamp(name))
 
 
-@st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
-def _run(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
+def _forward(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
     m, _ = _load(name, stamp)
     with _RUN_SLOTS:  # a cache hit never waits here
         return run_data(m, list(texts), with_weights=False)
 
 
-def run(name: str, texts: list[str]) -> RunData:
-    """The model's run on ``texts`` (cached by model and text), with the weights attached."""
+@st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _run(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
+    return _forward(name, stamp, texts)
+
+
+@st.cache_data(max_entries=LARGE_RUN_CACHE_ENTRIES, ttl=LARGE_RUN_CACHE_TTL, show_spinner=False)
+def _run_large(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
+    return _forward(name, stamp, texts)
+
+
+def run_bytes(info, n_tokens: list[int]) -> int:
+    """Roughly how many bytes a run keeps: every attention block's per-head tensors."""
+    blocks = info.n_layers + (2 * info.n_decoder_layers if info.kind == "encoder-decoder" else 0)
+    b, t = len(n_tokens), max(n_tokens or [1]) + (8 if info.kind == "encoder-decoder" else 0)
+    per_block = b * (info.n_heads * t * (3 * t + 4 * info.d_head) + t * info.d_model) * 4
+    return blocks * per_block
+
+
+def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None) -> RunData:
+    """The model's run on ``texts`` (cached by model and text), with the weights attached.
+
+    Runs estimated above LARGE_RUN_BYTES (e.g. SmolLM2's 30 layers on a full batch: ~200 MB) go
+    to a smaller cache, so a busy server keeps at most a few of them in memory."""
     stamp = weights_stamp(name)
-    data = _run(name, stamp, tuple(texts))
+    large = info is not None and n_tokens is not None and run_bytes(info, n_tokens) > LARGE_RUN_BYTES
+    data = (_run_large if large else _run)(name, stamp, tuple(texts))
     return data.with_weights(_weights(name, stamp))
 
 

@@ -225,9 +225,8 @@ class Page:
         txt = i18n.stage_text(stage_id, self.lang)
         if explain:
             st.subheader(txt["title"], anchor=stage_id)
-            cols = st.columns([3, 2])
-            cols[0].markdown(txt["explain"])
-            cols[1].latex(txt["formula"])
+            st.markdown(txt["explain"])
+            st.latex(txt["formula"])
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
                                          self.lang, **options)

@@ -286,11 +286,11 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
                                  marker=dict(symbol="x", color=style.MASKED_MARK, size=9)))
     g.axes(0, 0, x=dict(title=dict(text=style.esc(L["dim"]))))
     g.axes(1, 0, x=style.token_axis(k_tokens, L["key"]), y=dict(title=dict(text=style.esc(L["score"]))))
-    y2 = g.layout["yaxis2"]
     fig = g.figure(traces, title=title, height=620, barmode="group", plot_bgcolor="white",
                    legend=dict(orientation="h", y=-0.15),
-                   yaxis3=dict(overlaying="y2", side="right", range=[0, 1.05], showgrid=False,
-                               anchor="x2", domain=y2["domain"], title=dict(text=style.esc(L["weight"]))))
+                   yaxis3=dict(overlaying="y2", side="right", range=[0, 1.05], showgrid=False, tickmode="linear",
+                               tick0=0, dtick=0.25,
+                               anchor="x2", title=dict(text=style.esc(L["weight"]))))
     fig.layout.title.subtitle.text = style.esc(chain)
     fig.layout.margin.t = 100
     df = pd.DataFrame({"dim": dims, "q": q, "k": k, "q*k": nums["product"]}).set_index("dim")
@@ -348,6 +348,6 @@ def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int
     anns = g.title_annotations(size=10)
     g.titles = []
     fig = g.figure(traces, title=title, height=height, shapes=shapes,
-                   annotations=anns, coloraxis=style.weights_axis(L["weight"]))
+                   annotations=anns, coloraxis=style.weights_axis(L["weight"]), plot_bgcolor="white")
     df = pd.DataFrame(rows)
     return fig, df

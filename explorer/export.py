@@ -27,6 +27,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 import unicodedata
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
@@ -122,13 +123,11 @@ class _Renderer:
         if reason:
             raise reason
         path = browser_path()
-        import kaleido
-
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="explorer-export", daemon=True)
         thread.start()
         try:
-            k = kaleido.Kaleido(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S)
+            k = _kaleido_class()(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S)
             asyncio.run_coroutine_threadsafe(k.open(), loop).result(START_TIMEOUT_S)
         except Exception as e:
             loop.call_soon_threadsafe(loop.stop)
@@ -151,14 +150,16 @@ class _Renderer:
             self.ensure_started()
             with self._lock:
                 loop, k = self._loop, self._kaleido
+            if getattr(k, "broken", False) or not _alive(k):  # chromium died since last time
+                self.stop()
+                continue
             if loop is None or k is None:
                 continue
             future = asyncio.run_coroutine_threadsafe(k.calc_fig(fig, opts=opts), loop)
             try:
-                return future.result(RENDER_TIMEOUT_S + 5)
-            except (FutureTimeout, asyncio.TimeoutError):
-                future.cancel()
-                error = ExportError(f"rendering took longer than {RENDER_TIMEOUT_S:.0f} s")
+                return _wait(future, k)
+            except ExportError as e:
+                error = e
             except Exception as e:  # a crashed browser or a figure plotly.js refused
                 error = ExportError(f"{opts.get('format', '?')} export failed: "
                                     f"{type(e).__name__}: {e}")
@@ -177,12 +178,68 @@ class _Renderer:
             return
         if k is not None:
             try:
+                if hasattr(k, "settle"):
+                    asyncio.run_coroutine_threadsafe(k.settle(), loop).result(15)
                 asyncio.run_coroutine_threadsafe(k.close(), loop).result(15)
             except Exception:  # already dead: nothing left to close
                 pass
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(5)
+
+
+def _alive(k) -> bool:
+    proc = getattr(k, "subprocess", None)
+    return proc is None or proc.poll() is None
+
+
+def _wait(future, k) -> bytes:
+    """The render's result; gives up early when chromium dies, else after the timeout."""
+    deadline = time.monotonic() + RENDER_TIMEOUT_S + 5
+    while True:
+        try:
+            return future.result(0.25)
+        except (FutureTimeout, asyncio.TimeoutError):
+            if not _alive(k):
+                future.cancel()
+                raise ExportError("chromium stopped during the export") from None
+            if time.monotonic() > deadline:
+                future.cancel()
+                raise ExportError(f"rendering took longer than {RENDER_TIMEOUT_S:.0f} s") from None
+
+
+def _kaleido_class():
+    """kaleido.Kaleido, returning each used tab to the pool in the background.
+
+    kaleido reloads the page after every render so that each figure starts clean; stock kaleido
+    makes the caller wait for that reload. Here the image is returned at once and the reload
+    runs while the user looks at it (the next render waits for the tab, as before).
+    """
+    import kaleido
+
+    base = kaleido.Kaleido
+    if not hasattr(base, "_return_kaleido_tab"):  # another kaleido version: keep its behaviour
+        return base
+
+    class _Kaleido(base):
+        broken = False
+
+        async def _return_kaleido_tab(self, tab) -> None:
+            pending = self.__dict__.setdefault("_pending", set())
+            task = asyncio.get_running_loop().create_task(self._reload(tab))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        async def _reload(self, tab) -> None:
+            try:
+                await super()._return_kaleido_tab(tab)
+            except Exception:  # the browser is gone: the renderer starts a new one
+                self.broken = True
+
+        async def settle(self) -> None:
+            await asyncio.gather(*self.__dict__.get("_pending", ()), return_exceptions=True)
+
+    return _Kaleido
 
 
 _RENDERER = _Renderer()

@@ -133,6 +133,20 @@ def test_concurrent_exports_each_get_their_own_image():
 
 
 @needs_chromium
+def test_a_crashed_chromium_is_replaced_without_waiting_for_the_timeout():
+    import signal
+    import time
+
+    fig = heatmap(list("ab"))
+    ex.figure_bytes(fig, "png", scale=1, width=300, height=200)
+    os.kill(ex._RENDERER._kaleido.subprocess.pid, signal.SIGKILL)  # the chromium we started
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    assert png_size(ex.figure_bytes(fig, "png", scale=1, width=300, height=200)) == (300, 200)
+    assert time.perf_counter() - t0 < ex.RENDER_TIMEOUT_S / 2
+
+
+@needs_chromium
 def test_bad_format_is_refused():
     with pytest.raises(ValueError, match="unknown image format"):
         ex.figure_bytes(heatmap(["a"]), "gif")

@@ -201,6 +201,7 @@ def show_generated(run, texts: list[str], m) -> None:
     if run.generated is None:
         return
     task = m.info.description.split("task:")[-1].strip() if "task:" in m.info.description else m.info.name
+    task = t("untrained") if task == "untrained" else task
     st.markdown(f"**{t('generated_title', task=task)}**")
     gen = [g if g else t("generated_empty") for g in run.generated]
     st.dataframe(pd.DataFrame({t("input"): texts, t("output"): gen}), width="stretch", hide_index=False)

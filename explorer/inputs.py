@@ -68,6 +68,12 @@ def limit_tokens(texts: list[str], tokenizer, max_tokens: int = MAX_TOKENS) -> t
     return out, notices
 
 
+def shown(value, n: int = 60) -> str:
+    """A user's value for a message inside `code`: shortened, no backticks, controls visible."""
+    text = str(value)[:n].replace("`", "'")
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
 def parse_int(value) -> int | None:
     try:
         s = str(value).strip()
@@ -105,7 +111,7 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
         if v in choices:
             p.values[name] = v
         else:
-            p.ignored.append((name, str(v)[:60], why, {"choices": ", ".join(choices)}))
+            p.ignored.append((name, shown(v), why, {"choices": ", ".join(choices)}))
     text = get("text")
     if text is not None:
         lines, notices = limit_sentences(str(text))
@@ -117,7 +123,7 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
             continue
         n = parse_int(v)
         if n is None:
-            p.ignored.append((name, str(v)[:60], "why_int", {}))
+            p.ignored.append((name, shown(v), "why_int", {}))
         else:
             p.values[name] = n
     return p

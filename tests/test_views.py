@@ -415,3 +415,9 @@ def test_url_parameters_are_validated():
     assert p.values["block"] == "decoder.cross_attn" and p.values["lang"] == "ko"
     assert {n for n, *_ in p.ignored} == {"model", "sentence", "view"}
     assert inputs.clip(999, 2) == 1 and inputs.clip(-3, 4) == 0
+
+
+def test_url_values_in_messages_cannot_break_out_of_code():
+    p = inputs.parse_params({"model": "`[x](javascript:alert(1))`\x00", "layer": "``1"})
+    for _name, value, *_ in p.ignored:
+        assert "`" not in value and "\x00" not in value

@@ -384,3 +384,76 @@ def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(
     assert names - {"manifest.json"} == {f["name"] for f in doc["files"]}
     assert {f["format"] for f in doc["files"]} == {"csv"} and doc["theme"] == "presentation"
     assert [d.proto.label for d in at.sidebar.get("download_button")] == ["Download ZIP"]
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: a real server, a real browser, real downloads
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def app_server():
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not start")
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.mark.e2e
+@needs_chromium
+@pytest.mark.timeout(900)
+def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(app_server, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=ex.browser_path(), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+        page.goto(f"{app_server}/?view=scores&lang=en&text=hello", wait_until="domcontentloaded")
+        png_button = page.get_by_role("button", name="PNG", exact=True).first
+        png_button.wait_for(timeout=180_000)
+        with page.expect_download(timeout=120_000) as dl:
+            png_button.click()
+        path = tmp_path / dl.value.suggested_filename
+        dl.value.save_as(path)
+        assert path.name.startswith("seed_s0-hello_encoder.self_attn_L0_H0_")
+        width, height = png_size(path.read_bytes())
+        assert width == 2 * THEMES["screen"].width and height >= 2 * 240  # 2× scale
+
+        page.get_by_text("Export (slides)").click()
+        page.get_by_role("button", name="Prepare ZIP", exact=True).click()
+        zip_button = page.get_by_role("button", name="Download ZIP", exact=True)
+        zip_button.wait_for(timeout=300_000)
+        with page.expect_download(timeout=120_000) as dl:
+            zip_button.click()
+        zpath = tmp_path / dl.value.suggested_filename
+        dl.value.save_as(zpath)
+        browser.close()
+    with zipfile.ZipFile(zpath) as zf:
+        doc = json.loads(zf.read("manifest.json"))
+        assert set(zf.namelist()) - {"manifest.json"} == {f["name"] for f in doc["files"]}
+    assert {f["stage"] for f in doc["files"]} == set(ex.stage_ids())

@@ -648,7 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except model.WeightsError as e:
         msg = str(e)
         hint = fetch_hint(a.model)
-        parser.error(f"--model {a.model}: {msg}" + ("" if "`" in msg else f"; {hint}"))
+        known = "`" in msg or "use one of" in msg  # the loader already says how to fix it
+        parser.error(f"--model {a.model}: {msg}" + ("" if known else f"; {hint}"))
     except (OSError, ValueError) as e:
         parser.error(f"--model {a.model}: {e}; {fetch_hint(a.model)}")
     info = m.info

@@ -372,7 +372,12 @@ def slugify(value: object, max_len: int = 40) -> str:
     """
     text = unicodedata.normalize("NFC", str(value))
     text = _UNSAFE.sub("-", text.replace("/", "-").replace("\\", "-"))
-    text = re.sub(r"-{2,}", "-", text).strip("-._")[:max_len].strip("-._")
+    text = re.sub(r"-{2,}", "-", text).strip("-._")
+    if len(text) > max_len:
+        cut = text[:max_len]
+        if "-" in cut[max_len // 2:] and text[max_len] != "-":  # end on a whole word
+            cut = cut[: cut.rfind("-")]
+        text = cut.strip("-._")
     return text or "x"
 
 

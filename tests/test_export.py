@@ -65,6 +65,9 @@ def test_slug_is_a_safe_file_name(raw):
 def test_file_name_says_model_sentence_block_layer_head_stage_and_keeps_korean():
     stem = ex.file_stem(META)
     assert stem == "seed_s0-안녕-cat_encoder.self_attn_L1_H2_08-pattern"
+    long = ex.ExportMeta("smollm2", 1, "Attention is all you need. 안녕하세요", "decoder.self_attn",
+                         2, 3, "softmax", stage_index=13)
+    assert ex.file_stem(long) == "smollm2_s1-Attention-is-all-you_decoder.self_attn_L2_H3_13-softmax"
     path_model = ex.ExportMeta("/home/me/ckpt/my model.safetensors", 3, "x", "decoder.cross_attn",
                                0, 0, "scores")
     assert ex.file_stem(path_model).startswith("my-model_s3-x_decoder.cross_attn_L0_H0_")

@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import functools
 import html
 import io
 import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -76,7 +78,8 @@ def browser_path() -> str:
     if override:
         if Path(override).is_file() and os.access(override, os.X_OK):
             return override
-        raise ExportUnavailable(f"No browser at BROWSER_PATH={override!r}.")
+        raise ExportUnavailable(f"No browser at BROWSER_PATH={override!r} (unset it to use "
+                                f"the system chromium).")
     for name in BROWSER_CANDIDATES:
         found = shutil.which(name)
         if found:
@@ -96,6 +99,28 @@ def unavailable_reason() -> ExportUnavailable | None:
     except ExportUnavailable as e:
         return e
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_font_missing() -> bool:
+    """True when fontconfig knows no Noto Sans CJK font (Korean would print as empty boxes).
+
+    False when it cannot tell (no fc-list): never a false alarm.
+    """
+    fc_list = shutil.which("fc-list")
+    if not fc_list:
+        return False
+    try:
+        out = subprocess.run([fc_list, ":lang=ko", "family"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Noto Sans CJK" not in out
+
+
+def has_cjk(text: str) -> bool:
+    return any("\u1100" <= ch <= "\u11ff" or "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7a3"
+               for ch in text)
 
 
 class _Renderer:
@@ -644,6 +669,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(f in IMAGE_FORMATS for f in formats) and (reason := unavailable_reason()):
         parser.exit(3, f"{parser.prog}: error: {reason}\n"
                        f"(CSV still works: --format csv)\n")
+
+    if any(f in IMAGE_FORMATS for f in formats) and has_cjk(" ".join(a.text)) and cjk_font_missing():
+        print(f"warning: no CJK font is installed, so Korean text will show as empty boxes; "
+              f"install it with: {INSTALL_COMMAND}", file=sys.stderr)
 
     import model
     from explorer.views import stages as views

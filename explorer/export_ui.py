@@ -33,7 +33,9 @@ LABELS = {
            "all": "Export all stages (ZIP)", "prepare": "Prepare ZIP",
            "download_zip": "Download ZIP", "preparing": "{done}/{total} {what}",
            "none": "Choose at least one format.", "failed": "Export failed: {error}",
-           "stale": "The selection changed: prepare the ZIP again."},
+           "stale": "The selection changed: prepare the ZIP again.",
+           "no_cjk_font": "No Korean font is installed: Korean labels in PNG and PDF files would "
+                          "be empty boxes. Install with `{install}`."},
     "ko": {"export": "내보내기 (슬라이드)", "theme": "그림 테마",
            "screen": "화면 (보이는 그대로)", "presentation": "발표용 (슬라이드, 16:9)",
            "preview": "페이지에도 테마 적용", "scale": "PNG 배율",
@@ -42,7 +44,8 @@ LABELS = {
            "all": "모든 단계 내보내기 (ZIP)", "prepare": "ZIP 만들기",
            "download_zip": "ZIP 다운로드", "preparing": "{done}/{total} {what}",
            "none": "형식을 하나 이상 고르세요.", "failed": "내보내기 실패: {error}",
-           "stale": "선택이 바뀌었습니다: ZIP을 다시 만드세요."},
+           "stale": "선택이 바뀌었습니다: ZIP을 다시 만드세요.",
+           "no_cjk_font": "한글 글꼴이 없어 PNG·PDF의 한글이 빈 네모로 나옵니다. 설치: `{install}`."},
 }
 THEME_KEY, SCALE_KEY, PREVIEW_KEY = "export_theme", "export_scale", "export_preview"
 SHOWN_KEY, ZIP_KEY = "_export_shown", "_export_zip"
@@ -167,6 +170,8 @@ def sidebar(run, info, sel, texts: list[str], lang: str = "en") -> dict:
         if reason is not None:
             st.warning(_t(lang, "unavailable", reason=reason.reason, install=reason.install))
         else:
+            if ex.cjk_font_missing():
+                st.warning(_t(lang, "no_cjk_font", install=ex.INSTALL_COMMAND))
             _prewarm()
         st.divider()
         export_all(run, info, sel, texts, lang, reason)

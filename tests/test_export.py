@@ -460,3 +460,18 @@ def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(app_server, tmp_
         doc = json.loads(zf.read("manifest.json"))
         assert set(zf.namelist()) - {"manifest.json"} == {f["name"] for f in doc["files"]}
     assert {f["stage"] for f in doc["files"]} == set(ex.stage_ids())
+
+
+def test_a_missing_cjk_font_is_detected(monkeypatch, tmp_path):
+    fake = tmp_path / "fc-list"
+    fake.write_text("#!/bin/sh\necho 'DejaVu Sans'\n")
+    fake.chmod(0o755)
+    ex.cjk_font_missing.cache_clear()
+    try:
+        monkeypatch.setenv("PATH", str(tmp_path))
+        assert ex.cjk_font_missing()
+        monkeypatch.undo()
+        ex.cjk_font_missing.cache_clear()
+        assert not ex.cjk_font_missing(), "fonts-noto-cjk is installed on this machine"
+    finally:
+        ex.cjk_font_missing.cache_clear()

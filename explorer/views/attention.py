@@ -6,6 +6,7 @@ plotly figure; rows are queries (top to bottom), columns are keys, at integer po
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -131,21 +132,29 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
     kl = np.asarray(style.token_labels(k_tokens), dtype=object)
     traces = []
     small = max(tq, tk) <= style.CELL_TEXT_MAX
+    lean = tq * tk > style.HOVER_CELLS_MAX  # big: int8 categories, the legend in the hover
+    legend = " · ".join(f"{i} {n}" for i, n in enumerate(cat_names))
     for c, cat in enumerate((pad_only, cau_only, combined)):
-        custom = np.empty((tq, tk, 3), dtype=object)
-        custom[..., 0] = ql[:, None]
-        custom[..., 1] = kl[None, :]
-        custom[..., 2] = cat_names[cat]
+        if lean:
+            custom = None
+            hover = (f"{style.esc(L['query'])} %{{y}}<br>{style.esc(L['key'])} %{{x}}<br>"
+                     f"%{{z}} ({legend})<extra></extra>")
+        else:
+            custom = np.empty((tq, tk, 3), dtype=object)
+            custom[..., 0] = ql[:, None]
+            custom[..., 1] = kl[None, :]
+            custom[..., 2] = cat_names[cat]
+            hover = (f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
+                     f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
+                     "%{customdata[2]}<extra></extra>")
         cells = np.where(cat == 0, "✓", "×").astype(object) if small else None
         traces.append(go.Heatmap(
-            z=cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=1, ygap=1,
+            z=cat.astype(np.int8) if lean else cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
+            colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
             colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
-            hovertemplate=(f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
-                           f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
-                           "%{customdata[2]}<extra></extra>"),
+            hovertemplate=hover,
         ))
         x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
@@ -312,6 +321,27 @@ def head_stats(pattern: np.ndarray, n_real_q: int) -> tuple[float, float]:
     return float(ent.mean()), float(dist.mean())
 
 
+OVERVIEW_CELLS = 64  # a thumbnail has at most this many cells a side (block means beyond)
+
+
+def _thumbnail(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, y, z) of one small-multiple: the pattern itself, or for long sentences its block means
+    (float32) at the blocks' centre positions, so hover positions stay in token units."""
+    q, k = p.shape
+    s = int(np.ceil(max(q, k) / OVERVIEW_CELLS))
+    if s <= 1:
+        return np.arange(k), np.arange(q), p
+    qb, kb = -(-q // s), -(-k // s)
+    padded = np.full((qb * s, kb * s), np.nan)
+    padded[:q, :k] = p
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN block stays NaN
+        z = np.nanmean(padded.reshape(qb, s, kb, s), axis=(1, 3))
+    centre = (s - 1) / 2
+    return (np.arange(kb) * s + centre).astype(np.float32), (np.arange(qb) * s + centre).astype(np.float32), \
+        z.astype(np.float32)
+
+
 def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int] | None = None,
                     selected: tuple[int, int] | None = None, title: str = "all heads",
                     labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
@@ -334,7 +364,8 @@ def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int
     for r, li in enumerate(layers):
         for h in range(n_heads):
             p = patterns[li, h]
-            traces.append(go.Heatmap(z=p, coloraxis="coloraxis", name=f"L{li} H{h}",
+            x, y, z = _thumbnail(p)
+            traces.append(go.Heatmap(z=z, x=x, y=y, coloraxis="coloraxis", name=f"L{li} H{h}",
                                      xaxis=g.x(r, h), yaxis=g.y(r, h),
                                      hovertemplate=(f"L{li} H{h}<br>{style.esc(L['query'])} %{{y}}, "
                                                     f"{style.esc(L['key'])} %{{x}}: %{{z:.3f}}<extra></extra>")))

@@ -40,11 +40,13 @@ def heatmap(
     """
     z = np.asarray(z, dtype=float)
     r, c = z.shape
-    rl, cl = labels_or_index(rows, r), labels_or_index(cols, c)
     shown = z.copy()
     if blocked is not None:
         blocked = np.asarray(blocked, dtype=bool)
         shown[blocked] = np.nan
+    if r * c > style.HOVER_CELLS_MAX and not cell_text:
+        return _lean_heatmap(shown, row_name, col_name, value_name, coloraxis, digits, name, xaxis, yaxis)
+    rl, cl = labels_or_index(rows, r), labels_or_index(cols, c)
     if cell_text is None:
         cell_text = r <= style.CELL_TEXT_MAX and c <= style.CELL_TEXT_MAX
     text = None
@@ -83,6 +85,18 @@ def heatmap(
         if marks is not None:
             traces.append(marks)
     return traces
+
+
+def _lean_heatmap(shown: np.ndarray, row_name: str, col_name: str, value_name: str, coloraxis: str,
+                  digits: int, name: str, xaxis: str, yaxis: str) -> list[go.BaseTraceType]:
+    """A big matrix (more than style.HOVER_CELLS_MAX cells): float32 values, no per-cell hover
+    labels (positions and value only; the axes name the tokens), masked cells have no hover."""
+    r, c = shown.shape
+    hover = (f"{style.esc(row_name)} %{{y}}<br>{style.esc(col_name)} %{{x}}<br>"
+             f"{style.esc(value_name)} = %{{z:.{digits + 1}f}}<extra></extra>")
+    return [go.Heatmap(z=shown.astype(np.float32), x=np.arange(c, dtype=np.int32), y=np.arange(r, dtype=np.int32),
+                       coloraxis=coloraxis, name=style.esc(name), hoverongaps=False, hovertemplate=hover,
+                       xaxis=xaxis, yaxis=yaxis)]
 
 
 class Grid:

@@ -139,7 +139,17 @@ def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...
     from explorer.views import stages
 
     selection = stages.Selection(*sel)
-    return stages.stage_figure(stage_id, _run, _info, selection, lang=lang, **dict(options))
+    fig, df = stages.stage_figure(stage_id, _run, _info, selection, lang=lang, **dict(options))
+    return _shared(fig), df
+
+
+def _shared(fig):
+    """A cached figure is drawn by every session on every rerun, and st.plotly_chart starts with
+    ``fig.to_dict()``, a deep copy (~30 ms a figure, half a cached rerun's time): make it once.
+    Safe because shared figures are never mutated (copies, e.g. for export, start from the dict)."""
+    frozen = fig.to_dict()
+    fig.to_dict = lambda: frozen
+    return fig
 
 
 def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,

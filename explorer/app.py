@@ -82,7 +82,7 @@ def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
     export_ui.figure_downloads(fig, df, meta, key)
     if df is not None:
         with st.expander(i18n.t("table", meta.get("lang", "en"))):
-            st.dataframe(df, width="stretch", height=min(420, 38 + 35 * len(df)))
+            st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
 
 
 # --- the URL -------------------------------------------------------------------------------

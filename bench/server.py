@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
+ARRIVAL_S = 10.0  # visitors open the page within this many seconds of each other
 
 SENTENCES = [
     "The cat sat on the mat.", "Attention is all you need.", "I love learning about transformers!",
@@ -115,6 +116,7 @@ class RunResult:
     charts: int = 0
     chart_bytes: int = 0
     bytes: int = 0
+    refs: int = 0  # messages the session already had (sent as a reference, as to a browser)
     status: str = ""
 
 
@@ -126,6 +128,7 @@ class Session:
         self.ws = None
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
         self.page_hash = ""
+        self.cached: set[str] = set()  # hashes of cacheable messages received (as the browser keeps)
 
     async def __aenter__(self) -> "Session":
         from websockets.asyncio.client import connect
@@ -151,6 +154,7 @@ class Session:
         cs = back.rerun_script
         cs.query_string = self.query
         cs.page_script_hash = self.page_hash
+        cs.cached_message_hashes.extend(sorted(self.cached))  # the server may send references
         for key, value in (widgets or {}).items():
             if key not in self.widget_ids:
                 raise KeyError(f"the page has no widget with key {key!r} (yet)")
@@ -174,6 +178,12 @@ class Session:
             msg = ForwardMsg()
             msg.ParseFromString(raw)
             kind = msg.WhichOneof("type")
+            if msg.metadata.cacheable and msg.hash:
+                self.cached.add(msg.hash)
+            if kind == "ref_hash":
+                res.refs += 1
+                if msg.ref_hash not in self.cached:
+                    res.errors.append("the server referred to a message this session never had")
             if kind == "new_session":
                 self.page_hash = msg.new_session.page_script_hash
             elif kind == "page_info_changed":
@@ -225,30 +235,35 @@ class LoadResult:
     latencies: list[float] = field(default_factory=list)  # sentence changes inside the timed window
     errors: list[str] = field(default_factory=list)
     reruns: int = 0
+    timed_reruns: int = 0  # reruns of the timed window (first loads + sentence changes)
     rss: list[tuple[int, float]] = field(default_factory=list)  # (reruns so far, MB)
 
 
-async def _visitor(i: int, server: Server, out: LoadResult, stop_at: float, think: tuple[float, float],
-                   rng: random.Random, counter: list[int], run_timeout: float, until_reruns: int) -> None:
-    await asyncio.sleep(rng.uniform(0, 2.0))  # people arrive within a couple of seconds
+async def _visitor(i: int, server: Server, out: LoadResult, *, stop_at: float, think, rng: random.Random,
+                   counter: list[int], run_timeout: float, until_reruns: int = 0, query: str = "",
+                   arrive: float = ARRIVAL_S) -> None:
+    """One visitor: loads the page, then changes the sentence every ``think`` seconds until
+    ``stop_at`` (think=None: no pause, until ``until_reruns`` reruns in all)."""
+    await asyncio.sleep(rng.uniform(0, arrive))
     try:
-        async with Session(server.port, run_timeout=run_timeout) as s:
+        async with Session(server.port, query=query, run_timeout=run_timeout) as s:
             first = await s.rerun()
-            out.first_load_s.append(first.seconds)
-            out.errors += [f"session {i} first load: {e}" for e in first.errors]
             counter[0] += 1
+            if think is not None:
+                out.first_load_s.append(first.seconds)
+            out.errors += [f"session {i} first load: {e}" for e in first.errors]
             k = 0
             while True:
-                timed = time.monotonic() < stop_at
-                if timed:
+                if think is not None:
                     await asyncio.sleep(rng.uniform(*think))
-                    timed = time.monotonic() < stop_at  # the change starts inside the window
-                if not timed and counter[0] >= until_reruns:
+                    if time.monotonic() >= stop_at:  # only changes that start inside the window
+                        break
+                elif counter[0] >= until_reruns:
                     break
                 k += 1
                 r = await s.rerun({"text": sentence(rng, f"s{i}n{k}")})
                 counter[0] += 1
-                if timed:
+                if think is not None:
                     out.latencies.append(r.seconds)
                 out.errors += [f"session {i} run {k}: {e}" for e in r.errors]
     except Exception as e:  # a dropped connection is an error of the server under load
@@ -264,32 +279,52 @@ async def _sample_rss(server: Server, out: LoadResult, counter: list[int], done:
     out.rss.append((counter[0], server.rss_mb()))
 
 
-async def _load(server: Server, sessions: int, seconds: float, think: tuple[float, float], seed: int,
-                run_timeout: float, until_reruns: int, hard_limit: float) -> LoadResult:
-    out = LoadResult(sessions=sessions, seconds=seconds)
-    counter = [0]
-    rng = random.Random(seed)
-    stop_at = time.monotonic() + seconds
-    done = asyncio.Event()
-    sampler = asyncio.create_task(_sample_rss(server, out, counter, done))
-    tasks = [asyncio.create_task(_visitor(i, server, out, stop_at, think, random.Random(rng.random()),
-                                          counter, run_timeout, until_reruns)) for i in range(sessions)]
-    finished, pending = await asyncio.wait(tasks, timeout=hard_limit)
+async def _gather(tasks, out: LoadResult, limit: float) -> None:
+    _done, pending = await asyncio.wait(tasks, timeout=max(1.0, limit))
     for t in pending:
         t.cancel()
         out.errors.append("a session was still running at the bench's hard time limit")
+
+
+async def _load(server: Server, sessions: int, seconds: float, think: tuple[float, float], seed: int,
+                run_timeout: float, until_reruns: int, memory_sessions: int, memory_query: str,
+                hard_limit: float, arrival: float) -> LoadResult:
+    out = LoadResult(sessions=sessions, seconds=seconds)
+    counter = [0]
+    rng = random.Random(seed)
+    t0 = time.monotonic()
+    stop_at = t0 + seconds
+    done = asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(server, out, counter, done))
+    timed = [asyncio.create_task(_visitor(i, server, out, stop_at=stop_at, think=think, counter=counter,
+                                          rng=random.Random(rng.random()), run_timeout=run_timeout,
+                                          arrive=arrival))
+             for i in range(sessions)]
+    await _gather(timed, out, hard_limit)
+    out.timed_reruns = counter[0]
+    if counter[0] < until_reruns:  # the memory check: more reruns, back to back
+        more = [asyncio.create_task(_visitor(sessions + i, server, out, stop_at=stop_at, think=None,
+                                             counter=counter, rng=random.Random(rng.random()),
+                                             run_timeout=run_timeout, until_reruns=until_reruns,
+                                             query=memory_query, arrive=1.0))
+                for i in range(memory_sessions)]
+        await _gather(more, out, hard_limit - (time.monotonic() - t0))
     done.set()
     await sampler
     out.reruns = counter[0]
     return out
 
 
-def load_test(server: Server, *, sessions: int = 20, seconds: float = 60.0, think=(4.0, 8.0),
-              seed: int = 0, run_timeout: float = 60.0, until_reruns: int = 0,
-              hard_limit: float = 1800.0) -> LoadResult:
-    """``sessions`` visitors arrive, each loads the page, then changes the sentence every
-    ``think`` seconds (uniform) until ``seconds`` have passed; after that, if ``until_reruns`` is
-    more than the reruns so far, they keep changing sentences with no pause until it is reached
-    (for the memory check). Latencies are of the sentence changes in the timed window only."""
+def load_test(server: Server, *, sessions: int = 20, seconds: float = 60.0, think=(20.0, 40.0),
+              seed: int = 0, run_timeout: float = 60.0, until_reruns: int = 0, memory_sessions: int = 4,
+              memory_query: str = "view=tokens", hard_limit: float = 3600.0,
+              arrival: float = ARRIVAL_S) -> LoadResult:
+    """``sessions`` visitors arrive within ``arrival`` seconds, each loads the page (the default view:
+    every stage), then changes the sentence every ``think`` seconds (uniform) until ``seconds``
+    have passed. Latencies are of the sentence changes that start in that window.
+
+    Then, if ``until_reruns`` is more than the reruns so far, ``memory_sessions`` visitors
+    (page ``?{memory_query}``) change sentences back to back until that many reruns in all: the
+    server's memory is sampled every second throughout."""
     return asyncio.run(_load(server, sessions, seconds, tuple(think), seed, run_timeout, until_reruns,
-                             hard_limit))
+                             memory_sessions, memory_query, hard_limit, arrival))

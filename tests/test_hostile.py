@@ -69,7 +69,7 @@ def strings(obj):
             yield from strings(v)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(raw=raw_text, sel=selection)
 def test_any_text_reaches_every_stage_figure_safely(seed, raw, sel):

@@ -58,9 +58,9 @@ def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> st
     return out[:n]
 
 
-def sample_input(task: str, rng: random.Random, n: int | None = None) -> str:
-    """One training/evaluation input of 1..MAX_CHARS characters from the task's domain."""
-    n = n or rng.randint(1, MAX_CHARS)
+def sample_input(task: str, rng: random.Random, n: int | None = None, max_chars: int = MAX_CHARS) -> str:
+    """One training/evaluation input of 1..max_chars characters from the task's domain."""
+    n = n or rng.randint(1, max_chars)
     if task == "sort":  # lowercase letters, biased toward few distinct letters now and then
         pool = LOWER if rng.random() < 0.7 else rng.sample(LOWER, rng.randint(1, 8))
         return "".join(rng.choice(pool) for _ in range(n))
@@ -85,10 +85,10 @@ class Batch:
     tgt_out: torch.Tensor  # (B, T)  target + </s>
 
 
-def make_batch(task: str, tt, rng: random.Random, size: int, srcs: list[str] | None = None) -> Batch:
+def make_batch(task: str, tt, rng: random.Random, size: int, max_chars: int = MAX_CHARS) -> Batch:
     from .base import pad_batch
 
-    srcs = srcs or [sample_input(task, rng) for _ in range(size)]
+    srcs = [sample_input(task, rng, max_chars=max_chars) for _ in range(size)]
     src_ids = [e.ids for e in tt.encode(srcs)]
     tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
     return Batch(
@@ -98,14 +98,10 @@ def make_batch(task: str, tt, rng: random.Random, size: int, srcs: list[str] | N
     )
 
 
-def batches(task: str, tt, rng: random.Random, size: int, pool: int = 16):
-    """Endless batches; inputs of similar length go together so little compute is padding."""
-    while True:
-        srcs = sorted((sample_input(task, rng) for _ in range(size * pool)), key=len)
-        chunks = [srcs[i: i + size] for i in range(0, len(srcs), size)]
-        rng.shuffle(chunks)
-        for c in chunks:
-            yield make_batch(task, tt, rng, size, c)
+def curriculum(step: int, steps: int, start: int = 8) -> int:
+    """The longest input at this step: grows from ``start`` to MAX_CHARS over the first half of
+    training, then stays there. Short inputs teach the mechanism; long ones refine it."""
+    return min(MAX_CHARS, start + (MAX_CHARS - start) * 2 * step // max(1, steps))
 
 
 def sampled_loss(model: SeedTransformer, b: Batch, always: torch.Tensor) -> torch.Tensor:
@@ -142,8 +138,9 @@ def held_out(task: str, n: int, seed: int) -> list[str]:
 
 
 def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict,
-          log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3
-          ) -> tuple[SeedTransformer, dict]:
+          log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3,
+          checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
+          stop_after: int | None = None) -> tuple[SeedTransformer, dict]:
     from tqdm import tqdm
 
     torch.manual_seed(seed)
@@ -151,17 +148,21 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     tt = char_tokenizer()
     cfg = SeedConfig(vocab_size=tt.vocab_size, task=task, seed=seed, **cfg_overrides)
     model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
+    if init is not None:  # continue from earlier weights (a second stage of training)
+        from .registry import load_seed_file
+
+        model.load_state_dict(load_seed_file(init).state_dict())
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warmup, 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))) + 0.01)
     always = torch.arange(4 + len(PRINTABLE_ASCII))
     t0 = time.time()
-    bar = tqdm(range(steps), desc=f"train {task}", file=sys.stderr, mininterval=2)
+    bar = tqdm(range(min(steps, stop_after or steps)), desc=f"train {task}", file=sys.stderr, mininterval=2)
     model.train()
-    data = batches(task, tt, rng, batch_size)
     for step in bar:
-        loss = sampled_loss(model, next(data), always)
+        batch = make_batch(task, tt, rng, batch_size, max_chars=curriculum(step, steps, start_len))
+        loss = sampled_loss(model, batch, always)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -174,12 +175,15 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
             acc = exact_match(model, task, held_out(task, 200, seed + 1))
             model.train()
             log(f"step {step}: exact match {acc:.3f} on 200 held-out inputs")
+            if checkpoint:
+                model.save(checkpoint, extra={"training": {"steps": step}})
     model.eval()
     seconds = time.time() - t0
     acc = exact_match(model, task, held_out(task, 1000, seed))
     log(f"{task}: {steps} steps in {seconds:.0f} s; held-out exact match {acc:.4f}")
-    return model, {"steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
-                   "held_out_exact_match": acc}
+    return model, {"steps": min(steps, stop_after or steps), "schedule_steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
+                   "held_out_exact_match": acc, "lr": lr, "start_len": start_len, "seed": seed,
+                   "init": str(init) if init else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,12 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--eval-every", type=int, default=0, help="print held-out accuracy every N steps")
+    p.add_argument("--d-ff", type=int, default=256, help="feed-forward width")
+    p.add_argument("--stop-after", type=int, default=None,
+                   help="stop after this many steps of the --steps schedule (a first stage)")
+    p.add_argument("--init", type=Path, default=None, help="start from these weights (a second stage)")
+    p.add_argument("--start-len", type=int, default=8,
+                   help="longest input at step 0 (grows to 40 over the first half; 40 = no curriculum)")
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     steps = a.steps or {"reverse": 3000, "sort": 2000}[a.task]
-    model, stats = train(a.task, steps, a.batch_size, a.seed, {}, eval_every=a.eval_every, lr=a.lr)
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
+    overrides = {"d_ff": a.d_ff}
+    model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
+                         lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
+                         init=a.init, start_len=a.start_len, stop_after=a.stop_after)
     ASSETS.mkdir(exist_ok=True)
     if not SEED_TOKENIZER.exists():
         save(build_char_tokenizer(), SEED_TOKENIZER)

@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
-    steps = a.steps or {"reverse": 3000, "sort": 2000}[a.task]
+    steps = a.steps or {"reverse": 4000, "sort": 1000}[a.task]
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
     overrides = {"d_ff": a.d_ff}
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,

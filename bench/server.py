@@ -15,6 +15,7 @@ Only 127.0.0.1 is ever contacted; every session and the whole run are bounded in
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import random
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 ARRIVAL_S = 10.0  # visitors open the page within this many seconds of each other
+MESSAGE_AGE = 2  # script runs a browser keeps a cached message for (Streamlit's maxCachedMessageAge)
 
 SENTENCES = [
     "The cat sat on the mat.", "Attention is all you need.", "I love learning about transformers!",
@@ -128,7 +130,13 @@ class Session:
         self.ws = None
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
         self.page_hash = ""
-        self.cached: set[str] = set()  # hashes of cacheable messages received (as the browser keeps)
+        # the browser's message cache: hashes of cacheable messages it received or was referred to
+        # in the last MESSAGE_AGE runs (older ones are dropped, as the frontend does)
+        self.recent: collections.deque[set[str]] = collections.deque([set()], maxlen=MESSAGE_AGE)
+
+    @property
+    def cached(self) -> set[str]:
+        return set().union(*self.recent)
 
     async def __aenter__(self) -> "Session":
         from websockets.asyncio.client import connect
@@ -154,7 +162,9 @@ class Session:
         cs = back.rerun_script
         cs.query_string = self.query
         cs.page_script_hash = self.page_hash
-        cs.cached_message_hashes.extend(sorted(self.cached))  # the server may send references
+        known = self.cached
+        cs.cached_message_hashes.extend(sorted(known))  # the server may send references
+        self.recent.append(set())
         for key, value in (widgets or {}).items():
             if key not in self.widget_ids:
                 raise KeyError(f"the page has no widget with key {key!r} (yet)")
@@ -179,10 +189,11 @@ class Session:
             msg.ParseFromString(raw)
             kind = msg.WhichOneof("type")
             if msg.metadata.cacheable and msg.hash:
-                self.cached.add(msg.hash)
+                self.recent[-1].add(msg.hash)
             if kind == "ref_hash":
                 res.refs += 1
-                if msg.ref_hash not in self.cached:
+                self.recent[-1].add(msg.ref_hash)
+                if msg.ref_hash not in known:
                     res.errors.append("the server referred to a message this session never had")
             if kind == "new_session":
                 self.page_hash = msg.new_session.page_script_hash
@@ -206,8 +217,8 @@ class Session:
                     res.chart_bytes += len(el.plotly_chart.spec)
                 else:
                     wid = getattr(getattr(el, ek), "id", "") if ek else ""
-                    if isinstance(wid, str) and wid.startswith("$$ID-"):
-                        self.widget_ids[wid.rsplit("-", 1)[-1]] = wid
+                    if isinstance(wid, str) and wid.startswith("$$ID-") and wid.count("-") >= 2:
+                        self.widget_ids[wid.split("-", 2)[2]] = wid  # "$$ID-<hash>-<user key>"
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
                 if status == "FINISHED_EARLY_FOR_RERUN":

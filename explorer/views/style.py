@@ -33,10 +33,11 @@ LINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 FONT = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", sans-serif'
 MAX_TICKS = 64  # beyond this many positions, label every k-th one
 CELL_TEXT_MAX = 20  # write numbers inside heatmap cells up to this many rows and columns
-# up to this many cells, a heatmap's hover names the tokens (per-cell labels); beyond, the hover
-# gives positions and the value, values travel as float32 and the axes carry the tokens: a
-# 512-token matrix stays ~1.4 MB of JSON instead of ~10 MB (measured by `python -m bench`)
-HOVER_CELLS_MAX = 20_000
+# up to this many cells (the app's biggest query x key matrix: 72 x 72), a heatmap's hover names
+# the tokens (per-cell labels); beyond, the hover gives positions and the value, values travel as
+# float32 and the axes carry the tokens: a 512-token matrix is ~1.6 MB of JSON instead of ~10 MB,
+# and per-cell labels are what makes figures slow to build and send (measured by `python -m bench`)
+HOVER_CELLS_MAX = 6_000
 
 _VISIBLE = {" ": "␣", "\n": "⏎", "\r": "␍", "\t": "⇥", "\u00a0": "⍽", "\u3000": "␣␣"}
 

@@ -111,6 +111,19 @@ UI: dict[str, dict[str, str]] = {
     "models.smollm2": {"en": "SmolLM2 (Llama decoder)", "ko": "SmolLM2 (Llama 디코더)"},
     "no_weights_here": {"en": "The projection weights are not available for this run.",
                         "ko": "이 실행에는 투영 가중치가 없습니다."},
+    "kv_head_note": {"en": "Head {h} reads K/V head {g} (shared with heads {others}).",
+                     "ko": "헤드 {h}는 K/V 헤드 {g}를 읽습니다 (헤드 {others}와 공유)."},
+    "pe_learned_note": {"en": "Above: the model's learned position embeddings (trained parameters, no formula) "
+                              "for this sentence's {n} positions. Below: the paper's sinusoidal encoding, "
+                              "for comparison.",
+                        "ko": "위: 모델이 학습한 위치 임베딩 (공식이 아닌 학습된 매개변수), 이 문장의 위치 {n}개. "
+                              "아래: 비교를 위한 논문의 사인파 인코딩."},
+    "pe_rotary_note": {"en": "This model adds no positional encoding: it rotates q and k (base {n}, "
+                             "d_head = {d}). Below: the paper's sinusoidal encoding, for comparison.",
+                       "ko": "이 모델은 위치 인코딩을 더하지 않고 q와 k를 회전시킵니다 (밑 {n}, d_head = {d}). "
+                             "아래: 비교를 위한 논문의 사인파 인코딩."},
+    "next_position": {"en": "Predict after position", "ko": "이 위치 다음을 예측"},
+    "not_for_model": {"en": "This view is for models with {what}.", "ko": "이 보기는 {what} 모델용입니다."},
 }
 
 FIG: dict[str, dict[str, str]] = {
@@ -125,6 +138,9 @@ FIG: dict[str, dict[str, str]] = {
         "distance": "distance m − n", "sentence": "sentence", "pad": "padding",
         "this_head": "this head: z · W_O[head]", "all_heads": "all heads + bias (hook_out)",
         "weights": "weights", "z": "z = weights · V",
+        "cosine": "cosine", "pair": "pair i", "theta": "θ_i (radians per position)",
+        "wavelength": "wavelength 2π/θ_i (positions)", "query_head": "query head", "kv_head": "K/V head",
+        "probability": "probability", "rank": "rank",
     },
     "ko": {
         "query": "쿼리", "key": "키", "dim": "차원", "token": "토큰", "value": "값",
@@ -137,6 +153,9 @@ FIG: dict[str, dict[str, str]] = {
         "distance": "거리 m − n", "sentence": "문장", "pad": "패딩",
         "this_head": "이 헤드: z · W_O[헤드]", "all_heads": "모든 헤드 + 편향 (hook_out)",
         "weights": "가중치", "z": "z = 가중치 · V",
+        "cosine": "코사인", "pair": "쌍 i", "theta": "θ_i (위치당 회전 각, 라디안)",
+        "wavelength": "파장 2π/θ_i (위치)", "query_head": "쿼리 헤드", "kv_head": "K/V 헤드",
+        "probability": "확률", "rank": "순위",
     },
 }
 
@@ -198,6 +217,45 @@ STAGE_TEXT: dict[str, dict] = {
             "ko": "밑이 작으면 모든 파동이 빨라집니다: 인코딩이 더 빨리 되풀이되고, 유사도도 짧은 "
                   "거리에서 떨어지고 출렁입니다."},
         "formula": r"\omega_i = n^{-2i/d_{model}},\qquad n \in \{10000,\ 100\}",
+    },
+    "pe_learned_sim": {
+        "title": {"en": "Learned positions: similarity (cosine)", "ko": "학습된 위치: 유사도 (코사인)"},
+        "explain": {
+            "en": "BERT learns one vector per position instead of using a formula. The cosine between "
+                  "two positions' vectors shows what training made of 'nearby': similar neighbours "
+                  "form a bright band along the diagonal.",
+            "ko": "BERT는 공식 대신 위치마다 벡터 하나를 학습합니다. 두 위치 벡터 사이의 코사인은 학습이 "
+                  "'가까움'을 어떻게 만들었는지 보여 줍니다: 비슷한 이웃은 대각선을 따라 밝은 띠를 이룹니다."},
+        "formula": r"\cos(P_m, P_n) = \frac{P_m \cdot P_n}{\lVert P_m\rVert\,\lVert P_n\rVert}",
+    },
+    "rope_freqs": {
+        "title": {"en": "Rotary: rotation frequencies θ_i", "ko": "회전 위치 인코딩: 회전 주파수 θ_i"},
+        "explain": {
+            "en": "Rotary (RoPE) splits q and k into pairs of dimensions and turns pair i by the angle "
+                  "θ_i·pos. The first pairs turn fast (short range), the last ones slowly (long range).",
+            "ko": "회전 위치 인코딩(RoPE)은 q와 k를 차원 쌍으로 나누고 쌍 i를 θ_i·pos 각도만큼 돌립니다. "
+                  "앞쪽 쌍은 빠르게(짧은 거리), 뒤쪽 쌍은 천천히(먼 거리) 돕니다."},
+        "formula": r"\theta_i = \text{base}^{-2i/d_{head}},\quad "
+                   r"(q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})",
+    },
+    "rope_distance": {
+        "title": {"en": "Rotary: score vs relative distance", "ko": "회전 위치 인코딩: 상대 거리에 따른 점수"},
+        "explain": {
+            "en": "Two fixed vectors (the same content at both ends), rotated for positions m and n: "
+                  "their score depends only on the distance m − n, and tends to fall as it grows.",
+            "ko": "고정된 두 벡터(양 끝이 같은 내용)를 위치 m과 n에 맞게 회전시키면, 점수는 거리 m − n에만 "
+                  "달려 있고 거리가 멀어질수록 대체로 작아집니다."},
+        "formula": r"(R_m q)\cdot(R_n k) = q^\top R_{n-m}\, k",
+    },
+    "gqa": {
+        "title": {"en": "Grouped-query attention: shared K/V heads", "ko": "그룹 쿼리 어텐션: 공유하는 K/V 헤드"},
+        "explain": {
+            "en": "Several query heads share one key/value head, so the model stores fewer keys and "
+                  "values. Each column is a query head; its cell shows which K/V head it reads.",
+            "ko": "여러 쿼리 헤드가 키/값 헤드 하나를 함께 써서 저장할 키와 값이 줄어듭니다. 각 열은 쿼리 "
+                  "헤드이고, 칸은 그 헤드가 읽는 K/V 헤드를 보여 줍니다."},
+        "formula": r"g(h) = \left\lfloor \frac{h}{n_{heads} / n_{kv}} \right\rfloor,\qquad "
+                   r"K^{(h)} = X W_K^{(g(h))},\ V^{(h)} = X W_V^{(g(h))}",
     },
     "weights": {
         "title": {"en": "This head's W_Q, W_K, W_V", "ko": "이 헤드의 W_Q, W_K, W_V"},
@@ -280,6 +338,16 @@ STAGE_TEXT: dict[str, dict] = {
                   "행을 곱한 것이고, 모든 헤드(와 편향)를 더하면 블록의 어텐션 출력이 됩니다."},
         "formula": r"\mathrm{MultiHead}(X) = \mathrm{Concat}(z^{(1)},\dots,z^{(H)})\,W_O = "
                    r"\sum_h z^{(h)} W_O^{(h)} + b_O",
+    },
+    "next_token": {
+        "title": {"en": "Top next-token predictions", "ko": "다음 토큰 예측 (상위)"},
+        "explain": {
+            "en": "A decoder predicts the next token at every position, from what it has seen so far. "
+                  "These are the ten most likely tokens after the chosen position, with their softmax "
+                  "probabilities.",
+            "ko": "디코더는 위치마다 지금까지 본 것으로 다음 토큰을 예측합니다. 고른 위치 다음에 올 "
+                  "가능성이 가장 높은 토큰 10개와 softmax 확률입니다."},
+        "formula": r"p(t_{i+1} \mid t_{\le i}) = \mathrm{softmax}\big(h_i W_{out}^\top\big)",
     },
     "cell": {
         "title": {"en": "One cell, derived", "ko": "한 칸을 직접 계산하기"},

@@ -17,6 +17,7 @@ import numpy as np
 
 BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 PAD = "<pad>"
+TOP_K = 10
 STORED = ("hook_embed", "hook_pos_embed", "hook_q", "hook_k", "hook_v", "hook_scores",
           "hook_mask", "hook_masked_scores", "hook_pattern", "hook_z", "hook_out")
 
@@ -34,6 +35,11 @@ class RunData:
     truncated: list[bool] = field(default_factory=list)
     kind: str = "encoder-decoder"
     weights: Mapping[str, np.ndarray] = field(default_factory=dict)
+    # decoder-only models: the TOP_K most likely next tokens at every position (not the full
+    # vocabulary's logits: a few KB instead of ~100 MB); top_text reads the ids in top_ids
+    top_ids: np.ndarray | None = None  # (B, T, k) int32, most likely first
+    top_probs: np.ndarray | None = None  # (B, T, k) float32 softmax probabilities
+    top_text: dict[int, str] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -61,8 +67,24 @@ def _np(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED) -> RunData:
-    """Convert a ``model.Cache`` (and the run's ``model.Output``) into a RunData."""
+def _top(out, kind: str, token_text) -> dict:
+    """A decoder-only run's top-k next tokens (ids, probabilities, readable text)."""
+    if out is None or getattr(out, "logits", None) is None or kind != "decoder":
+        return {}
+    import torch
+
+    logits = out.logits.detach().float()  # (B, T, V)
+    top, i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (B, T, k)
+    p = (top - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()  # softmax, without a (B, T, V) copy
+    ids = i.to(torch.int32).numpy()
+    text = {int(t): (token_text(int(t)) if token_text is not None else str(int(t))) for t in np.unique(ids)}
+    return dict(top_ids=ids, top_probs=p.numpy().astype(np.float32), top_text=text)
+
+
+def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED, token_text=None) -> RunData:
+    """Convert a ``model.Cache`` (and the run's ``model.Output``) into a RunData.
+
+    ``token_text`` (e.g. ``m.token_text``) makes the decoder's top next tokens readable."""
     if isinstance(cache, RunData):
         return cache
     tensors = {n: _np(t) for n, t in cache.tensors.items() if n.rsplit(".", 1)[-1] in keep}
@@ -81,6 +103,7 @@ def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED) -> RunD
         generated=list(out.generated) if out is not None and out.generated is not None else None,
         truncated=list(out.truncated) if out is not None else [],
         kind=kind,
+        **_top(out, kind, token_text),
     )
 
 
@@ -105,7 +128,7 @@ def weights_of(m) -> dict[str, np.ndarray]:
 def run_data(m, texts: list[str], *, with_weights: bool = True) -> RunData:
     """Run ``m`` on a batch and return everything the views need (the weights optionally)."""
     out, cache = m.run_with_cache(texts)
-    run = from_cache(cache, out, kind=m.info.kind)
+    run = from_cache(cache, out, kind=m.info.kind, token_text=getattr(m, "token_text", None))
     return run.with_weights(weights_of(m)) if with_weights else run
 
 

@@ -28,6 +28,7 @@ from explorer import i18n
 
 from . import attention as av
 from . import positional as pv
+from . import pretrained as pt
 from . import style
 from . import tokens as tv
 from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache, head_weights,
@@ -35,7 +36,8 @@ from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache,
 from .matrix import matrix_df
 
 __all__ = ["Selection", "BLOCKS", "blocks_for", "layers_for", "STAGES", "stage_figure", "caption",
-           "clip_selection", "run_data", "from_cache", "weights_of", "RunData", "SECTIONS"]
+           "clip_selection", "run_data", "from_cache", "weights_of", "RunData", "SECTIONS", "applies",
+           "kv_head_note"]
 
 
 @dataclass(frozen=True)
@@ -49,23 +51,50 @@ class Selection:
     key: int = 0
 
 
-STAGE_IDS = ("tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare",
-             "weights", "qkv", "qk", "scaled", "mask", "masked", "softmax", "z", "out", "cell",
-             "overview")
+STAGE_IDS = ("tokens", "embedding", "pe_heatmap", "pe_learned_sim", "rope_freqs", "rope_distance",
+             "pe_curves", "pe_similarity", "pe_compare", "gqa", "weights", "qkv", "qk", "scaled", "mask",
+             "masked", "softmax", "z", "out", "next_token", "cell", "overview")
 STAGES: list[tuple[str, dict[str, str]]] = [
     (sid, dict(i18n.STAGE_TEXT[sid]["title"])) for sid in STAGE_IDS
 ]
 # how the app groups the stages into sections (pipeline order kept)
 SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("tokens", ("tokens",)),
-    ("position", ("embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare")),
-    ("qkv", ("weights", "qkv")),
+    ("position", ("embedding", "pe_heatmap", "pe_learned_sim", "rope_freqs", "rope_distance",
+                  "pe_curves", "pe_similarity", "pe_compare")),
+    ("qkv", ("gqa", "weights", "qkv")),
     ("scores", ("qk", "scaled", "mask", "masked", "softmax")),
-    ("output", ("z", "out")),
+    ("output", ("z", "out", "next_token")),
     ("cell", ("cell",)),
     ("overview", ("overview",)),
 ]
 OVERVIEW_MAX_LAYERS = 12
+
+
+def applies(stage_id: str, info) -> bool:
+    """Whether a stage means something for this model (the app and export show only those; others
+    return a figure that says what they are for)."""
+    inf = _info(info)
+    if stage_id == "pe_learned_sim":
+        return inf.get("positional") == "learned"
+    if stage_id in ("rope_freqs", "rope_distance"):
+        return inf.get("positional") == "rotary"
+    if stage_id == "gqa":
+        return int(inf.get("n_kv_heads") or inf["n_heads"]) < int(inf["n_heads"])
+    if stage_id == "next_token":
+        return inf.get("kind") == "decoder"
+    return True
+
+
+def kv_head_note(info, head: int, lang: str = "en") -> str | None:
+    """"Head h reads K/V head g (shared with heads ...)" under grouped-query attention, else None."""
+    inf = _info(info)
+    n, n_kv = int(inf["n_heads"]), int(inf.get("n_kv_heads") or inf["n_heads"])
+    if n_kv >= n:
+        return None
+    g = pt.kv_head_of(head, n, n_kv)
+    others = ", ".join(str(h) for h in pt.kv_groups(n, n_kv)[g] if h != head) or "—"
+    return i18n.t("kv_head_note", lang, h=head, g=g, others=others)
 
 
 def _info(info) -> dict:
@@ -227,6 +256,50 @@ def _pe_compare(c: _Ctx, title: str, opts: dict):
     return pv.pe_compare(n, d, bases, toks, title=title, labels=c.L)
 
 
+def _not_for(c: _Ctx, title: str, what: dict[str, str]):
+    return _notice(i18n.t("not_for_model", c.lang, what=what[c.lang]), title), None
+
+
+def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
+    pe = _pe(c)
+    if pe is None or c.info.get("positional") != "learned":
+        return _not_for(c, title, {"en": "learned position embeddings", "ko": "학습된 위치 임베딩"})
+    return pt.learned_similarity(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
+
+
+def _rope_freqs(c: _Ctx, title: str, opts: dict):
+    if c.info.get("positional") != "rotary":
+        return _not_for(c, title, {"en": "rotary positions", "ko": "회전 위치 인코딩"})
+    return pt.rotary_frequencies_figure(c.d_head, _base(c), title=f"{title} (base {_base(c):g}, d_head {c.d_head})",
+                                        labels=c.L)
+
+
+def _rope_distance(c: _Ctx, title: str, opts: dict):
+    if c.info.get("positional") != "rotary":
+        return _not_for(c, title, {"en": "rotary positions", "ko": "회전 위치 인코딩"})
+    return pv.rotary_figure(c.d_head, _base(c), max(64, len(c.q_tokens)), title=title, labels=c.L)
+
+
+def _gqa(c: _Ctx, title: str, opts: dict):
+    n = int(c.info["n_heads"])
+    return pt.gqa_figure(n, int(c.info.get("n_kv_heads") or n), c.sel.head, title=title, labels=c.L)
+
+
+def _next_token(c: _Ctx, title: str, opts: dict):
+    run = c.run
+    if run.top_ids is None or c.info.get("kind") != "decoder":
+        return _not_for(c, title, {"en": "a decoder's next-token predictions", "ko": "디코더의 다음 토큰 예측"})
+    toks = stack_tokens(run, c.stack, c.sel.sentence)
+    n_real = min(len(toks), run.top_ids.shape[1])
+    pos = n_real - 1 if opts.get("next_position") is None else _clip(opts["next_position"], n_real)
+    ids = run.top_ids[c.sel.sentence, pos]
+    texts = [run.top_text.get(int(i), str(int(i))) for i in ids]
+    context = "".join(toks[max(0, pos - 7): pos + 1])
+    context = f"{c.L['position']} {pos}: “{'…' if pos > 7 else ''}{style.plain_text(context, 60)}”"
+    return pt.next_token_figure(ids, run.top_probs[c.sel.sentence, pos], texts, context=context, title=title,
+                                labels=c.L)
+
+
 def _weights(c: _Ctx, title: str, opts: dict):
     w = c.weights
     if w is None or f"{c.p}.W_Q" not in w:
@@ -358,7 +431,8 @@ _BUILDERS = {
     "tokens": _tokens, "embedding": _embedding, "pe_heatmap": _pe_heatmap, "pe_curves": _pe_curves,
     "pe_similarity": _pe_similarity, "pe_compare": _pe_compare, "weights": _weights, "qkv": _qkv,
     "qk": _qk, "scaled": _scaled, "mask": _mask, "masked": _masked, "softmax": _softmax, "z": _z,
-    "out": _out, "cell": _cell, "overview": _overview,
+    "out": _out, "cell": _cell, "overview": _overview, "pe_learned_sim": _pe_learned_sim,
+    "rope_freqs": _rope_freqs, "rope_distance": _rope_distance, "gqa": _gqa, "next_token": _next_token,
 }
 assert set(_BUILDERS) == set(STAGE_IDS)
 
@@ -372,7 +446,8 @@ def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en"
     """The figure (and its numbers as a table, when there is one) for one stage of one selection.
 
     ``options`` (all optional) are the positional-encoding controls: ``pe_base``, ``pe_d_model``,
-    ``pe_positions``, ``pe_dims``, ``pe_bases``.
+    ``pe_positions``, ``pe_dims``, ``pe_bases``; and ``next_position`` (the position whose next
+    token "next_token" shows; default the sentence's last real token).
     """
     if stage_id not in _BUILDERS:
         raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(STAGE_IDS)}")

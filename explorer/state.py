@@ -130,7 +130,8 @@ def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=Non
 
 
 # stages whose figure does not depend on the layer, the head or the one-cell choice
-_LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare"}
+_LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare",
+               "pe_learned_sim", "rope_freqs", "rope_distance", "next_token"}
 
 
 @st.cache_resource(max_entries=256, ttl=RUN_CACHE_TTL, show_spinner=False)

@@ -187,6 +187,9 @@ def sidebar_selection(info, texts: list[str], messages: list) -> stages.Selectio
     url_int("head", info.n_heads, messages)
     layer = slider_or_note("layer", "layer", n_layers)
     head = slider_or_note("head", "head", info.n_heads)
+    kv_note = stages.kv_head_note(info, head, lang())
+    if kv_note:
+        sb.caption(kv_note)
     return stages.Selection(model=st.session_state["model"], sentence=int(st.session_state["sentence"]),
                             layer=layer, head=head, block=block,
                             query=int(keep("query", 0)), key=int(keep("key", 0)))
@@ -241,8 +244,16 @@ class Page:
 def section_position(page: Page) -> None:
     info = page.info
     page.stage("embedding")
-    page.stage("pe_heatmap")
     base = float(info.positional_base or 10000.0)
+    if info.positional == "rotary":
+        page.stage("rope_freqs")
+        page.stage("rope_distance")
+        st.caption(t("pe_rotary_note", n=f"{base:g}", d=info.d_head))
+    else:
+        page.stage("pe_heatmap")
+    if info.positional == "learned":
+        page.stage("pe_learned_sim")
+        st.caption(t("pe_learned_note", n=page.run[f"{stages.stack_of(page.sel.block)}.hook_pos_embed"].shape[1]))
     if info.positional == "sinusoidal":
         st.caption(t("pe_model_note", n=f"{base:g}", d=info.d_model))
     st.markdown(f"**{t('pe_controls')}**")
@@ -319,7 +330,24 @@ def section_overview(page: Page) -> None:
     c2.button(t("drill"), key="drill_go", on_click=drill)
 
 
-SECTION_RENDER = {"position": section_position, "cell": section_cell, "overview": section_overview}
+def section_output(page: Page) -> None:
+    for sid in dict(stages.SECTIONS)["output"]:
+        if sid != "next_token" and stages.applies(sid, page.info):
+            page.stage(sid)
+    if not stages.applies("next_token", page.info):
+        return
+    toks = page.run.tokens[page.sel.sentence]
+    ident = (page.sel.model, page.texts[page.sel.sentence])
+    if st.session_state.get("_next_for") != ident or not 0 <= st.session_state.get("next_pos", -1) < len(toks):
+        st.session_state["next_pos"] = len(toks) - 1  # a new sentence (or view): its last real token
+    st.session_state["_next_for"] = ident
+    page.stage("next_token", next_position=int(st.session_state["next_pos"]))
+    st.selectbox(t("next_position"), list(range(len(toks))), key="next_pos",
+                 format_func=lambda i: f"{i}: {style.visible(toks[i])}")
+
+
+SECTION_RENDER = {"position": section_position, "output": section_output, "cell": section_cell,
+                  "overview": section_overview}
 
 
 def render_section(section: str, page: Page) -> None:
@@ -327,7 +355,8 @@ def render_section(section: str, page: Page) -> None:
         SECTION_RENDER[section](page)
         return
     for sid in dict(stages.SECTIONS)[section]:
-        page.stage(sid)
+        if stages.applies(sid, page.info):
+            page.stage(sid)
 
 
 def page() -> None:

@@ -233,6 +233,8 @@ def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) 
     text = texts[sel.sentence]
     items = []
     for sid, _titles in _stages().STAGES:
+        if not _stages().applies(sid, info):  # e.g. rotary figures for a model with learned positions
+            continue
         fig = df = None
         if sid in shown and shown[sid][0] == ident:
             _, fig, df = shown[sid]

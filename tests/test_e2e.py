@@ -181,8 +181,8 @@ def test_first_page_and_layer_head_changes(server, browser):
 
     # screenshot for the README: the decoder's masks (padding, causal and both) for the shorter
     # sentence of a two-sentence batch, then its masked scores
-    shot = (f"{server}/?model=seed&view=scores&block=decoder.self_attn&layer=0&head=0&sentence=1&lang=en"
-            f"&text={quote('hello world' + chr(10) + '안녕하세요')}")
+    shot = (f"{server}/?model=seed-sort&view=scores&block=decoder.self_attn&layer=0&head=0&sentence=1"
+            f"&lang=en&text={quote('hello world' + chr(10) + 'dcba')}")
     page.set_viewport_size({"width": 1440, "height": 1150})
     page.goto(shot, wait_until="domcontentloaded")
     wait_for_plots(page, 5)

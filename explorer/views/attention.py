@@ -40,7 +40,7 @@ def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[s
                names: Sequence[str] = ("Q", "K", "V")) -> go.Figure:
     """Q (queries × d_head), K and V (keys × d_head) side by side, on one diverging scale."""
     L = _lab(labels)
-    g = Grid(cols=3, titles=_titles(names), hspace=0.08)
+    g = Grid(cols=3, titles=_titles(names), hspace=0.09)
     traces = []
     for c, (m, toks) in enumerate(((q, q_tokens), (k, k_tokens), (v, k_tokens))):
         traces += heatmap(m, rows=toks, row_name=L["token"], col_name=L["dim"], value_name=names[c],
@@ -158,6 +158,7 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
         ))
         x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
+        y["showticklabels"] = c == 0  # the same rows in every panel: label them once
         g.axes(0, c, x=x, y=y)
     return g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
 
@@ -193,7 +194,7 @@ def z_figure(pattern: np.ndarray, v: np.ndarray, z: np.ndarray, q_tokens: Sequen
              names: Sequence[str] = ("weights", "V", "z = weights · V")) -> go.Figure:
     """weights (q × k) · V (k × d_head) = z (q × d_head), three panels in reading order."""
     L = _lab(labels)
-    g = Grid(cols=3, titles=_titles(names), hspace=0.07, col_widths=[0.36, 0.32, 0.32])
+    g = Grid(cols=3, titles=_titles(names), hspace=0.09, col_widths=[0.36, 0.32, 0.32])
     traces = heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=L["weight"], blocked=blocked, blocked_text=f"{L['masked']} (0)",
                      coloraxis="coloraxis2", name=names[0], cell_text=False, xaxis=g.x(0, 0), yaxis=g.y(0, 0))
@@ -225,6 +226,7 @@ def head_output_figure(contribution: np.ndarray, total: np.ndarray | None, q_tok
                           value_name=names[c], name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
         x, y = token_axes(rows=q_tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
                           col_title=L["d_model"])
+        y["showticklabels"] = c == 0
         g.axes(0, c, x=x, y=y)
     return g.figure(traces, title=title, height=max(360, 80 + 20 * contribution.shape[0]),
                     coloraxis=style.scores_axis(style.symmetric_range(*mats)))

@@ -119,6 +119,7 @@ def embedding_sum(embed: np.ndarray, pe: np.ndarray | None, tokens: Sequence[str
         traces += heatmap(m, rows=tokens, row_name=L["position"], col_name=L["dim"], value_name=names[c],
                           name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
         x, y = token_axes(rows=tokens, cols=None, n_rows=m.shape[0], n_cols=m.shape[1], col_title=L["dim"])
+        y["showticklabels"] = c == 0
         g.axes(0, c, x=x, y=y)
     fig = g.figure(traces, title=title, height=max(340, 100 + 18 * embed.shape[0]),
                    coloraxis=style.scores_axis(style.symmetric_range(*mats)))

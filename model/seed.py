@@ -166,10 +166,14 @@ class SeedTransformer(HookedModel):
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
         return self.encoder(self.embed_tokens(src), src_mask), src_mask
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, vocab) for decoder inputs ``tgt`` (starting with <s>)."""
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               last_only: bool = False) -> torch.Tensor:
+        """Logits (B, T, vocab) for decoder inputs ``tgt`` (starting with <s>); with
+        ``last_only``, (B, 1, vocab) for the last position only (what greedy decoding needs)."""
         self_mask = padding_mask(tgt, self.cfg.pad_id) & causal_mask(tgt.shape[1], tgt.device)
         h = self.decoder(self.embed_tokens(tgt), memory, self_mask, src_mask)
+        if last_only:
+            h = h[:, -1:]
         return h @ self.embedding.weight.T  # tied output projection
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -185,7 +189,7 @@ class SeedTransformer(HookedModel):
         tgt = torch.full((B, 1), cfg.bos_id, dtype=torch.long)
         done = torch.zeros(B, dtype=torch.bool)
         for _ in range(max_new):
-            nxt = self.decode(tgt, memory, src_mask)[:, -1].argmax(-1)  # (B,)
+            nxt = self.decode(tgt, memory, src_mask, last_only=True)[:, -1].argmax(-1)  # (B,)
             nxt = torch.where(done, torch.full_like(nxt, cfg.pad_id), nxt)
             tgt = torch.cat([tgt, nxt[:, None]], dim=1)
             done |= nxt == cfg.eos_id

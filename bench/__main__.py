@@ -156,7 +156,8 @@ def table(res: dict) -> str:
     L = []
     meta = res["meta"]
     L.append(f"Attention Explorer benchmark · {meta['date']} · {'quick' if meta['quick'] else 'full'} · "
-             f"{meta['cpus']} CPUs, load {meta['load_avg']} · torch threads {meta['torch_threads']}")
+             f"{meta['cpus']} CPUs, load {meta['load_avg']} · torch threads {meta['torch_threads']} · "
+             f"nice {meta['nice']}" + "".join(f" · {k}={v}" for k, v in meta["env"].items()))
     for note in meta["notes"]:
         L.append(f"  note: {note}")
     if "hook_overhead" in res:
@@ -259,7 +260,9 @@ def main(argv=None) -> int:
     res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "quick": a.quick,
                           "cpus": os.cpu_count(), "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
                           "torch_threads": torch.get_num_threads(), "python": sys.version.split()[0],
-                          "notes": []}}
+                          "nice": os.nice(0), "notes": [],
+                          "env": {k: v for k, v in os.environ.items()
+                                  if k.startswith(("MALLOC_", "ATTENTION_EXPLORER_")) or k == "LD_PRELOAD"}}}
     models = {}
     if only & {"hooks", "stages"}:
         models, notes = mb.load_models(names)

@@ -94,14 +94,22 @@ def pe_similarity(pe: np.ndarray, tokens: Sequence[str] | None = None, *, title:
     falling off with distance — the same for every pair at the same distance."""
     L = _lab(labels)
     sim = pe @ pe.T
+    return position_similarity(sim, tokens, title=title, value_name=L["similarity"],
+                               colour_range=style.symmetric_range(sim), labels=labels)
+
+
+def position_similarity(sim: np.ndarray, tokens: Sequence[str] | None, *, title: str, value_name: str,
+                        colour_range: float, labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """A position × position similarity matrix (any measure) as a heatmap and a table."""
+    L = _lab(labels)
     g = Grid()
     traces = heatmap(sim, rows=tokens, cols=tokens, row_name=L["position"], col_name=L["position"],
-                     value_name=L["similarity"], name=L["similarity"], digits=2)
+                     value_name=value_name, name=value_name, digits=2)
     x, y = token_axes(rows=tokens, cols=tokens, n_rows=sim.shape[0], n_cols=sim.shape[1],
                       row_title=L["position"], col_title=L["position"])
     g.axes(0, 0, x=x, y=y)
     fig = g.figure(traces, title=title, height=max(380, 110 + 24 * sim.shape[0]),
-                   coloraxis=style.scores_axis(style.symmetric_range(sim), L["similarity"]))
+                   coloraxis=style.scores_axis(colour_range, value_name))
     return fig, matrix_df(sim, tokens, tokens, row_name=L["position"], col_name=L["position"])
 
 

@@ -15,6 +15,7 @@ from model.positional import rotary_frequencies
 
 from . import style
 from .matrix import Grid, heatmap, matrix_df, token_axes
+from .positional import position_similarity
 
 DEFAULT_LABELS = {"position": "position", "cosine": "cosine", "pair": "pair i", "theta": "θ_i (radians per position)",
                   "wavelength": "wavelength 2π/θ_i (positions)", "query_head": "query head",
@@ -41,16 +42,8 @@ def learned_similarity(pe: np.ndarray, tokens: Sequence[str] | None = None, *,
     """Cosine similarity between the learned position embeddings of every pair of positions:
     a trained table has no formula, so this shows what training made of 'nearby'."""
     L = _lab(labels)
-    sim = cosine_matrix(pe)
-    g = Grid()
-    traces = heatmap(sim, rows=tokens, cols=tokens, row_name=L["position"], col_name=L["position"],
-                     value_name=L["cosine"], name=L["cosine"], digits=2)
-    x, y = token_axes(rows=tokens, cols=tokens, n_rows=sim.shape[0], n_cols=sim.shape[1],
-                      row_title=L["position"], col_title=L["position"])
-    g.axes(0, 0, x=x, y=y)
-    fig = g.figure(traces, title=title, height=max(380, 110 + 24 * sim.shape[0]),
-                   coloraxis=style.scores_axis(1.0, L["cosine"]))
-    return fig, matrix_df(sim, tokens, tokens, row_name=L["position"], col_name=L["position"])
+    return position_similarity(cosine_matrix(pe), tokens, title=title, value_name=L["cosine"],
+                               colour_range=1.0, labels=labels)
 
 
 # --- rotary ------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ import plotly.graph_objects as go
 from model.positional import rotary_frequencies
 
 from . import style
-from .matrix import Grid, heatmap, matrix_df, token_axes
 from .positional import position_similarity
 
 DEFAULT_LABELS = {"position": "position", "cosine": "cosine", "pair": "pair i", "theta": "θ_i (radians per position)",

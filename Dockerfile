@@ -12,6 +12,14 @@ ENV PYTHONUNBUFFERED=1 \
     ATTENTION_EXPLORER_HOSTED=1 \
     ATTENTION_EXPLORER_CACHE=/models
 
+# glibc malloc for a threaded server (one thread per session): two arenas, big blocks kept for
+# reuse. Measured by `python -m bench`: the server's memory stays flat over 1000 reruns (+4.6%
+# instead of +22%) and keeping a run's hook tensors costs nothing (run_with_cache/run 0.98
+# instead of 1.18 on SmolLM2)
+ENV MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=1073741824 \
+    MALLOC_TRIM_THRESHOLD_=1073741824
+
 WORKDIR /app
 COPY . .
 

@@ -326,6 +326,16 @@ async def _load(server: Server, sessions: int, seconds: float, think: tuple[floa
     return out
 
 
+def warm_up(server: Server, run_timeout: float = 120.0) -> tuple[float, list[str]]:
+    """What a host does before the workshop: open the page once (the server imports, loads the
+    model and draws the default page). Returns (seconds, errors)."""
+    async def once():
+        async with Session(server.port, run_timeout=run_timeout) as s:
+            return await s.rerun()
+    r = asyncio.run(once())
+    return r.seconds, r.errors
+
+
 def load_test(server: Server, *, sessions: int = 20, seconds: float = 60.0, think=(20.0, 40.0),
               seed: int = 0, run_timeout: float = 60.0, until_reruns: int = 0, memory_sessions: int = 4,
               memory_query: str = "view=tokens", hard_limit: float = 3600.0,

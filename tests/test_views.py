@@ -77,6 +77,26 @@ def test_every_stage_builds_a_figure_and_a_table(seed, run, block):
                 assert df.index.is_unique, sid
 
 
+@pytest.mark.parametrize("block", stages.BLOCKS)
+def test_every_figure_is_what_validated_plotly_makes_of_it(seed, run, block):
+    """Figures are built without plotly's property validation (style.make_figure) and the app sends
+    their plain dicts (style.plain_dict): both must be exactly what validated plotly makes (a typo
+    or an invalid value would raise here), so the browser gets the same figure."""
+    import json
+
+    import plotly.io as pio
+
+    def as_json(d):
+        return json.loads(pio.to_json(d, validate=False, engine="json"))
+
+    for sid, _ in stages.STAGES:
+        for s in (sel(block, sentence=1), sel(block, sentence=0, layer=0, head=0)):
+            fig, _ = stages.stage_figure(sid, run, seed.info, s, lang="ko")
+            plain = style.plain_dict(fig)
+            assert as_json(plain) == as_json(go.Figure(plain).to_dict()), sid
+            assert as_json(plain) == as_json(fig.to_dict()), sid
+
+
 def test_works_from_a_model_cache_too_and_says_when_weights_are_missing(seed):
     _, cache = seed.run_with_cache(TEXTS)
     fig, df = stages.stage_figure("softmax", cache, seed.info, sel())

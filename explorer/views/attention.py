@@ -126,10 +126,10 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
     cau_only = np.where(np.triu(np.ones((tq, tk), dtype=bool), k=1), 2, 0) if causal else np.zeros((tq, tk), int)
     combined = mask_categories(allowed, n_real_keys, causal)
     names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]]
-    cat_names = np.array([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")], dtype=object)
+    cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")])
     g = Grid(cols=3, titles=_titles(names), hspace=0.06)
-    ql = np.asarray(style.token_labels(q_tokens), dtype=object)
-    kl = np.asarray(style.token_labels(k_tokens), dtype=object)
+    ql = style.strings(style.token_labels(q_tokens))
+    kl = style.strings(style.token_labels(k_tokens))
     traces = []
     small = max(tq, tk) <= style.CELL_TEXT_MAX
     lean = tq * tk > style.HOVER_CELLS_MAX  # big: int8 categories, the legend in the hover
@@ -140,16 +140,13 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
             hover = (f"{style.esc(L['query'])} %{{y}}<br>{style.esc(L['key'])} %{{x}}<br>"
                      f"%{{z}} ({legend})<extra></extra>")
         else:
-            custom = np.empty((tq, tk, 3), dtype=object)
-            custom[..., 0] = ql[:, None]
-            custom[..., 1] = kl[None, :]
-            custom[..., 2] = cat_names[cat]
+            custom = np.stack(np.broadcast_arrays(ql[:, None], kl[None, :], cat_names[cat]), axis=-1)
             hover = (f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
                      f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
                      "%{customdata[2]}<extra></extra>")
-        cells = np.where(cat == 0, "✓", "×").astype(object) if small else None
-        traces.append(go.Heatmap(
-            z=cat.astype(np.int8) if lean else cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
+        cells = np.where(cat == 0, "✓", "×") if small else None
+        traces.append(style.trace(
+            "heatmap", z=cat.astype(np.int8) if lean else cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
             colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
@@ -277,22 +274,22 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
     traces = []
     for name, vals, colour in (("q", q, style.LINE_COLOURS[0]), ("k", k, style.LINE_COLOURS[1]),
                                ("q⊙k", nums["product"], style.LINE_COLOURS[2])):
-        traces.append(go.Bar(x=dims, y=vals, name=name, marker_color=colour, xaxis="x", yaxis="y",
-                             hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"))
+        traces.append(style.trace("bar", x=dims, y=vals, name=name, marker=dict(color=colour), xaxis="x",
+                                  yaxis="y", hovertemplate=f"{name}[%{{x}}] = %{{y:.4f}}<extra></extra>"))
     kl = style.token_labels(k_tokens)
     nk = len(k_tokens)
     shown = np.where(allowed_row, scores_row, np.nan)
     edge = ["#000000" if c == j else "rgba(0,0,0,0)" for c in range(nk)]
-    traces.append(go.Bar(x=list(range(nk)), y=shown, name=f"{L['score']} ÷√d_k", xaxis="x2", yaxis="y2",
+    traces.append(style.trace("bar", x=list(range(nk)), y=shown, name=f"{L['score']} ÷√d_k", xaxis="x2", yaxis="y2",
                          marker=dict(color=style.LINE_COLOURS[4], line=dict(color=edge, width=2)),
                          customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    traces.append(go.Scatter(x=list(range(nk)), y=nums["softmax_row"], name=L["weight"], xaxis="x2",
+    traces.append(style.trace("scatter", x=list(range(nk)), y=nums["softmax_row"], name=L["weight"], xaxis="x2",
                              yaxis="y3", mode="lines+markers", line=dict(color=style.LINE_COLOURS[3]),
                              marker=dict(size=[12 if c == j else 6 for c in range(nk)]),
                              customdata=kl, hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     blocked_keys = [c for c in range(nk) if not allowed_row[c]]
     if blocked_keys:
-        traces.append(go.Scatter(x=blocked_keys, y=[0] * len(blocked_keys), mode="markers", xaxis="x2",
+        traces.append(style.trace("scatter", x=blocked_keys, y=[0] * len(blocked_keys), mode="markers", xaxis="x2",
                                  yaxis="y2", name=style.esc(L["masked"]), hoverinfo="skip",
                                  marker=dict(symbol="x", color=style.MASKED_MARK, size=9)))
     g.axes(0, 0, x=dict(title=dict(text=style.esc(L["dim"]))))
@@ -301,9 +298,8 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
                    legend=dict(orientation="h", y=-0.15),
                    yaxis3=dict(overlaying="y2", side="right", range=[0, 1.05], showgrid=False, tickmode="linear",
                                tick0=0, dtick=0.25,
-                               anchor="x2", title=dict(text=style.esc(L["weight"]))))
-    fig.layout.title.subtitle.text = style.esc(chain)
-    fig.layout.margin.t = 100
+                               anchor="x2", title=dict(text=style.esc(L["weight"]))),
+                   subtitle=style.esc(chain), margin=dict(t=100))
     df = pd.DataFrame({"dim": dims, "q": q, "k": k, "q*k": nums["product"]}).set_index("dim")
     return fig, df, nums
 
@@ -367,7 +363,7 @@ def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int
         for h in range(n_heads):
             p = patterns[li, h]
             x, y, z = _thumbnail(p)
-            traces.append(go.Heatmap(z=z, x=x, y=y, coloraxis="coloraxis", name=f"L{li} H{h}",
+            traces.append(style.trace("heatmap", z=z, x=x, y=y, coloraxis="coloraxis", name=f"L{li} H{h}",
                                      xaxis=g.x(r, h), yaxis=g.y(r, h),
                                      hovertemplate=(f"L{li} H{h}<br>{style.esc(L['query'])} %{{y}}, "
                                                     f"{style.esc(L['key'])} %{{x}}: %{{z:.3f}}<extra></extra>")))

@@ -32,7 +32,7 @@ def heatmap(
     name: str = "",
     xaxis: str = "x",
     yaxis: str = "y",
-) -> list[go.BaseTraceType]:
+) -> list[dict]:
     """A heatmap at integer positions (0..n-1 on both axes); tokens only ever appear as labels.
 
     ``blocked`` cells become NaN (the grey background shows through), get a "×" marker and the
@@ -40,46 +40,46 @@ def heatmap(
     """
     z = np.asarray(z, dtype=float)
     r, c = z.shape
-    shown = z.copy()
+    shown = z.astype(np.float32)  # what the browser draws (the tables keep the exact values)
     if blocked is not None:
         blocked = np.asarray(blocked, dtype=bool)
         shown[blocked] = np.nan
     if r * c > style.HOVER_CELLS_MAX and not cell_text:
         return _lean_heatmap(shown, row_name, col_name, value_name, coloraxis, digits, name, xaxis, yaxis)
-    rl, cl = labels_or_index(rows, r), labels_or_index(cols, c)
     if cell_text is None:
         cell_text = r <= style.CELL_TEXT_MAX and c <= style.CELL_TEXT_MAX
+    numbers = style.fmt_cells(z, digits) if (cell_text or blocked is not None) else None
     text = None
-    if cell_text or blocked is not None:
-        text = np.empty((r, c), dtype=object)
-        for i in range(r):
-            for j in range(c):
-                text[i, j] = (blocked_cell if blocked is not None and blocked[i, j]
-                              else style.fmt(z[i, j], digits))
+    if cell_text:
+        text = numbers if blocked is None else np.where(blocked, blocked_cell, numbers)
     rname, cname, vname = style.esc(row_name), style.esc(col_name), style.esc(value_name)
+    rl = style.strings(labels_or_index(rows, r))
+    cl = style.strings(labels_or_index(cols, c))
     if blocked is not None:  # hover needs a per-cell word for masked cells: keep it in customdata
-        custom = np.empty((r, c, 3), dtype=object)
-        custom[..., 0] = np.asarray(rl, dtype=object)[:, None]
-        custom[..., 1] = np.asarray(cl, dtype=object)[None, :]
-        custom[..., 2] = np.where(blocked, style.esc(blocked_text), text)
+        custom = np.stack(np.broadcast_arrays(rl[:, None], cl[None, :],
+                                              np.where(blocked, style.esc(blocked_text), numbers)), axis=-1)
         hover = (f"{rname} %{{y}} <b>%{{customdata[0]}}</b><br>{cname} %{{x}} <b>%{{customdata[1]}}</b><br>"
                  f"{vname} = %{{customdata[2]}}<extra></extra>")
     else:  # labels only where they are tokens; the value straight from z (keeps figures small)
-        custom = np.empty((r, c, 2), dtype=object)
-        custom[..., 0] = np.asarray(rl if rows is not None else [""] * r, dtype=object)[:, None]
-        custom[..., 1] = np.asarray(cl if cols is not None else [""] * c, dtype=object)[None, :]
-        if rows is None and cols is None:
+        value = f"{vname} = %{{z:.{digits + 1}f}}<extra></extra>"
+        if rows is not None and cols is not None:
+            custom = np.stack(np.broadcast_arrays(rl[:, None], cl[None, :]), axis=-1)
+            hover = (f"{rname} %{{y}} <b>%{{customdata[0]}}</b><br>{cname} %{{x}} <b>%{{customdata[1]}}</b><br>"
+                     + value)
+        elif rows is not None or cols is not None:  # one label per cell: a 2-D customdata
+            custom = np.ascontiguousarray(np.broadcast_to(rl[:, None] if rows is not None else cl[None, :], (r, c)))
+            hover = (f"{rname} %{{y}}" + (" <b>%{customdata}</b>" if rows is not None else "") + "<br>"
+                     f"{cname} %{{x}}" + (" <b>%{customdata}</b>" if cols is not None else "") + "<br>" + value)
+        else:
             custom = None
-        hover = (f"{rname} %{{y}}" + (" <b>%{customdata[0]}</b>" if rows is not None else "") + "<br>"
-                 f"{cname} %{{x}}" + (" <b>%{customdata[1]}</b>" if cols is not None else "") + "<br>"
-                 f"{vname} = %{{z:.{digits + 1}f}}<extra></extra>")
-    trace = go.Heatmap(
-        z=shown, x=list(range(c)), y=list(range(r)), coloraxis=coloraxis, name=style.esc(name),
+            hover = f"{rname} %{{y}}<br>{cname} %{{x}}<br>" + value
+    gap = 0.5 if max(r, c) <= 64 else 0
+    traces = [style.trace(
+        "heatmap", z=shown, x=list(range(c)), y=list(range(r)), coloraxis=coloraxis, name=style.esc(name),
         customdata=custom, text=text, texttemplate="%{text}" if cell_text else None,
-        textfont=dict(size=9), hoverongaps=True, xgap=0.5 if max(r, c) <= 64 else 0,
-        ygap=0.5 if max(r, c) <= 64 else 0, hovertemplate=hover, xaxis=xaxis, yaxis=yaxis,
-    )
-    traces: list[go.BaseTraceType] = [trace]
+        textfont=dict(size=9), hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
+        yaxis=yaxis,
+    )]
     if blocked is not None and not (cell_text and blocked_cell):  # the cell's "−∞" says it already
         marks = style.masked_markers(blocked, name=f"{name} masked", xaxis=xaxis, yaxis=yaxis)
         if marks is not None:
@@ -88,15 +88,15 @@ def heatmap(
 
 
 def _lean_heatmap(shown: np.ndarray, row_name: str, col_name: str, value_name: str, coloraxis: str,
-                  digits: int, name: str, xaxis: str, yaxis: str) -> list[go.BaseTraceType]:
+                  digits: int, name: str, xaxis: str, yaxis: str) -> list[dict]:
     """A big matrix (more than style.HOVER_CELLS_MAX cells): float32 values, no per-cell hover
     labels (positions and value only; the axes name the tokens), masked cells have no hover."""
     r, c = shown.shape
     hover = (f"{style.esc(row_name)} %{{y}}<br>{style.esc(col_name)} %{{x}}<br>"
              f"{style.esc(value_name)} = %{{z:.{digits + 1}f}}<extra></extra>")
-    return [go.Heatmap(z=shown.astype(np.float32), x=np.arange(c, dtype=np.int32), y=np.arange(r, dtype=np.int32),
-                       coloraxis=coloraxis, name=style.esc(name), hoverongaps=False, hovertemplate=hover,
-                       xaxis=xaxis, yaxis=yaxis)]
+    return [style.trace("heatmap", z=shown.astype(np.float32), x=np.arange(c, dtype=np.int32),
+                        y=np.arange(r, dtype=np.int32), coloraxis=coloraxis, name=style.esc(name),
+                        hoverongaps=False, hovertemplate=hover, xaxis=xaxis, yaxis=yaxis)]
 
 
 class Grid:
@@ -166,10 +166,13 @@ class Grid:
                              xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=size)))
         return anns
 
-    def figure(self, traces, *, title: str = "", height: int | None = None, **layout) -> go.Figure:
+    def figure(self, traces, *, title: str = "", height: int | None = None, subtitle: str | None = None,
+               **layout) -> go.Figure:
         lay = {**self.layout, **layout}
-        lay["annotations"] = self.title_annotations() + list(layout.get("annotations", []))
-        return style.make_figure(traces, lay, title=title, height=height)
+        anns = self.title_annotations() + list(layout.get("annotations", []))
+        if anns:
+            lay["annotations"] = anns
+        return style.make_figure(traces, lay, title=title, height=height, subtitle=subtitle)
 
 
 def token_axes(*, rows: Sequence[str] | None, cols: Sequence[str] | None, n_rows: int, n_cols: int,

@@ -69,12 +69,12 @@ def pe_curves(n_positions: int, d_model: int, base: float = 10000.0, dims: Seque
         colour = style.LINE_COLOURS[idx % len(style.LINE_COLOURS)]
         fn = "sin" if d % 2 == 0 else "cos"
         name = f"dim {d}: {fn}(pos / {base:g}^({i2}/{d_model}))"
-        traces.append(go.Scatter(x=x, y=y, mode="lines", name=style.esc(name), legendgroup=str(d),
+        traces.append(style.trace("scatter", x=x, y=y, mode="lines", name=style.esc(name), legendgroup=str(d),
                                  line=dict(color=colour, dash="solid" if d % 2 == 0 else "dash"),
                                  hoverinfo="skip"))
         hover = style.token_labels(tokens[:n]) if tokens is not None else [str(i) for i in range(n)]
         hover = hover + [""] * (n - len(hover))
-        traces.append(go.Scatter(x=list(range(n)), y=pe[:, d], mode="markers", legendgroup=str(d),
+        traces.append(style.trace("scatter", x=list(range(n)), y=pe[:, d], mode="markers", legendgroup=str(d),
                                  showlegend=False, marker=dict(color=colour, size=8),
                                  customdata=hover, name=f"dim {d}",
                                  hovertemplate=(f"{style.esc(L['position'])} %{{x}} %{{customdata}}<br>"
@@ -175,7 +175,7 @@ def rotary_figure(d_head: int, base: float, max_distance: int = 64, *, title: st
     """Rotary models add no encoding: they rotate q and k, so q·k depends on the distance m − n."""
     L = _lab(labels)
     s = rotary_score_by_distance(d_head, base, max_distance).numpy()
-    trace = go.Scatter(x=list(range(len(s))), y=s, mode="lines+markers", name="q·k",
+    trace = style.trace("scatter", x=list(range(len(s))), y=s, mode="lines+markers", name="q·k",
                        line=dict(color=style.LINE_COLOURS[0]))
     fig = style.make_figure([trace], dict(xaxis=dict(title=dict(text=style.esc(L["distance"]))),
                                           yaxis=dict(title=dict(text=style.esc(L["score"]))),

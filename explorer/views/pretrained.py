@@ -57,7 +57,7 @@ def rotary_frequencies_figure(d_head: int, base: float, *, title: str = "rotary 
     wave = 2 * math.pi / theta
     hover = [f"{style.esc(L['pair'])} = {k} (dims {k}, {k + d_head // 2})<br>θ = {t:.3g}<br>"
              f"{style.esc(L['wavelength'])} = {w:,.1f}" for k, t, w in zip(i, theta, wave)]
-    trace = go.Scatter(x=i, y=theta, mode="lines+markers", name="θ_i", text=hover, hoverinfo="text",
+    trace = style.trace("scatter", x=i, y=theta, mode="lines+markers", name="θ_i", text=hover, hoverinfo="text",
                        line=dict(color=style.LINE_COLOURS[0]))
     fig = style.make_figure([trace], dict(
         xaxis=dict(title=dict(text=style.esc(L["pair"]))),
@@ -102,7 +102,7 @@ def gqa_figure(n_heads: int, n_kv_heads: int, selected: int | None = None, *,
     n_g = len(groups)
     scale = [[k / max(1, n_g - 1), palette[k % len(palette)]] for k in range(n_g)] if n_g > 1 \
         else [[0, palette[0]], [1, palette[0]]]
-    trace = go.Heatmap(z=z, x=list(range(n_heads)), y=list(range(n_g)), text=text, texttemplate="%{text}",
+    trace = style.trace("heatmap", z=z, x=list(range(n_heads)), y=list(range(n_g)), text=text, texttemplate="%{text}",
                        customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=scale,
                        zmin=0, zmax=max(1, n_g - 1), showscale=False, xgap=2, ygap=2, name="GQA")
     shapes = []
@@ -150,7 +150,7 @@ def next_token_figure(ids: Sequence[int], probs: Sequence[float], token_texts: S
     probs = np.asarray(probs, dtype=float)
     shown = [style.esc(style.visible(t)) for t in token_texts]
     y = [f"{r + 1}. {s}" for r, s in enumerate(shown)]
-    trace = go.Bar(x=probs, y=y, orientation="h", marker=dict(color=style.LINE_COLOURS[0]),
+    trace = style.trace("bar", x=probs, y=y, orientation="h", marker=dict(color=style.LINE_COLOURS[0]),
                    text=[f"{p:.1%}" for p in probs], textposition="outside", cliponaxis=False,
                    customdata=[int(i) for i in ids],
                    hovertemplate="%{y} (id %{customdata})<br>p = %{x:.4f}<extra></extra>", name="p")

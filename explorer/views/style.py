@@ -114,16 +114,42 @@ def symmetric_range(*arrays: np.ndarray) -> float:
     return m or 1e-9
 
 
+_SCALES: dict[str, list] = {}
+
+
+def colour_scale(name: str) -> list:
+    """A named scale as the [position, colour] list plotly would send (figures are built without
+    plotly's validation, which is what expands names; plotly.js knows only a few names)."""
+    if name not in _SCALES:
+        _SCALES[name] = [list(stop) for stop in go.layout.Coloraxis(colorscale=name).colorscale]
+    return _SCALES[name]
+
+
 def scores_axis(zmax: float, title: str = "") -> dict:
     """A layout ``coloraxis`` for signed values: diverging, centred at 0."""
-    return dict(colorscale=SCORES, cmin=-zmax, cmax=zmax, cmid=0,
+    return dict(colorscale=colour_scale(SCORES), cmin=-float(zmax), cmax=float(zmax), cmid=0,
                 colorbar=dict(title=dict(text=esc(title)), thickness=12))
 
 
 def weights_axis(title: str = "", cmax: float = 1.0) -> dict:
     """A layout ``coloraxis`` for softmax weights: sequential, 0 .. 1."""
-    return dict(colorscale=WEIGHTS, cmin=0.0, cmax=cmax,
+    return dict(colorscale=colour_scale(WEIGHTS), cmin=0.0, cmax=float(cmax),
                 colorbar=dict(title=dict(text=esc(title)), thickness=12))
+
+
+def fmt_cells(z: np.ndarray, digits: int = 3) -> np.ndarray:
+    """``fmt`` of every cell, as an object array of z's shape (one pass, no numpy call per cell)."""
+    z = np.asarray(z, dtype=float)
+    inf = float("inf")
+    out = [("—" if x != x else "−∞" if x == -inf else "+∞" if x == inf
+            else f"{x:.{digits}f}".replace("-", "−")) for x in z.ravel().tolist()]
+    return strings(out).reshape(z.shape)
+
+
+def strings(values) -> np.ndarray:
+    """Per-cell strings (hover labels, cell text) as a fixed-width unicode array, not an object array:
+    plotly deep-copies a figure's arrays when it builds it, element by element for object arrays."""
+    return np.asarray(values, dtype=str)
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -145,28 +171,94 @@ def layout_defaults(title: str, height: int | None = None) -> dict:
     return lay
 
 
-def make_figure(traces, layout: dict, *, title: str = "", height: int | None = None) -> go.Figure:
-    """One go.Figure from traces and a plain layout dict (our defaults underneath)."""
+def trace(kind: str, **props) -> dict:
+    """A plotly trace as a plain dict, e.g. ``trace("heatmap", z=z, ...)``; None values are left out
+    (as plotly leaves out unset properties). Nested properties are dicts: ``marker=dict(color=c)``."""
+    out = {"type": kind}
+    out.update((k, v) for k, v in props.items() if v is not None)
+    return out
+
+
+def make_figure(traces, layout: dict, *, title: str = "", height: int | None = None,
+                subtitle: str | None = None) -> go.Figure:
+    """One go.Figure from plain trace dicts (``trace``) and a plain layout (our defaults underneath).
+
+    The figure is built without plotly's per-property validation (most of a figure's cost: ~20x),
+    and remembers the plain dicts it was built from, so ``plain_dict`` (what the app sends) needs no
+    deep copy. Figures are never changed after they are built; tests/test_views.py checks that every
+    stage's plain dict is what validated plotly makes of it."""
     lay = layout_defaults(title, height)
+    if subtitle is not None:
+        lay["title"]["subtitle"] = dict(text=subtitle)
     for k, v in layout.items():
         if isinstance(v, dict) and isinstance(lay.get(k), dict):
             lay[k] = {**lay[k], **v}
         else:
             lay[k] = v
-    return go.Figure(data=list(traces), layout=lay)
-
-
-def base_layout(fig: go.Figure, title: str, *, height: int | None = None) -> go.Figure:
-    fig.update_layout(**layout_defaults(title, height))
+    data = [t if isinstance(t, dict) else t.to_plotly_json() for t in traces]
+    template = _template()
+    if template is not None and "template" not in lay:
+        lay["template"] = template
+    fig = go.Figure(data=data, layout=lay, _validate=False)
+    fig._plain = (data, lay)
     return fig
 
 
+def _copy(x):
+    """dicts, lists and tuples copied (arrays and strings shared: nothing mutates them)."""
+    if isinstance(x, _Shared):
+        return x
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_copy(v) for v in x]
+    return x
+
+
+class _Shared(dict):
+    """A dict every figure shares as it is (plotly's deep copies included): the default template."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+_TEMPLATES: dict[str, _Shared | None] = {}
+
+
+def _template() -> _Shared | None:
+    """The default template as plotly puts it in every figure (applying it anew is ~2 ms a figure)."""
+    import plotly.io as pio
+
+    name = str(pio.templates.default)
+    if name not in _TEMPLATES:
+        t = go.Figure().to_dict()["layout"].get("template")
+        _TEMPLATES[name] = None if t is None else _Shared(t)
+    return _TEMPLATES[name]
+
+
+def plain_dict(fig: go.Figure) -> dict:
+    """``fig.to_dict()`` (what st.plotly_chart sends): for figures from ``make_figure``, made from the
+    plain dicts they were built from (a shallow structural copy instead of a deep copy of plotly's
+    objects; numpy arrays become plotly's base64 typed arrays, as in ``to_dict``)."""
+    from _plotly_utils.utils import convert_to_base64
+
+    plain = getattr(fig, "_plain", None)
+    if plain is None:
+        return fig.to_dict()
+    out = {"data": _copy(plain[0]), "layout": _copy(plain[1])}
+    template = out["layout"].pop("template", None)
+    convert_to_base64(out)
+    if template is not None:
+        out["layout"]["template"] = template
+    return out
+
+
 def masked_markers(mask_blocked: np.ndarray, *, xaxis: str = "x", yaxis: str = "y",
-                   name: str = "masked") -> go.Scatter | None:
+                   name: str = "masked") -> dict | None:
     """A "×" on every masked cell (a hatch that survives any colour scale and print)."""
     ys, xs = np.nonzero(mask_blocked)
     if ys.size == 0 or ys.size > 6000:
         return None
-    return go.Scatter(x=xs, y=ys, mode="markers", name=name, showlegend=False,
+    return trace("scatter", x=xs, y=ys, mode="markers", name=name, showlegend=False,
                       marker=dict(symbol="x-thin", size=7, line=dict(width=1, color=MASKED_MARK)),
                       hoverinfo="skip", xaxis=xaxis, yaxis=yaxis)

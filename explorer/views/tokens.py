@@ -43,12 +43,13 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
             text[r, c] = style.token_label(tok)
             raw[r, c] = tok
     kind = np.vectorize(lambda x: ("token", "special", style.esc(pad_name))[x])(cat).astype(object)
-    custom = np.stack([text, kind], axis=-1)
+    custom = style.strings(np.stack([text, kind], axis=-1))
+    text = style.strings(text)
     scale = []
     for i, colour in enumerate(BATCH_COLOURS):
         scale += [[i / 3, colour], [(i + 1) / 3, colour]]
-    traces = [go.Heatmap(
-        z=cat, x=list(range(t)), y=list(range(n)), zmin=-0.5, zmax=2.5, colorscale=scale,
+    traces = [style.trace(
+        "heatmap", z=cat, x=list(range(t)), y=list(range(n)), zmin=-0.5, zmax=2.5, colorscale=scale,
         showscale=False, text=text if t <= 80 else None, texttemplate="%{text}" if t <= 80 else None,
         textfont=dict(size=12), customdata=custom, xgap=2, ygap=2, name="batch",
         hovertemplate=(f"{style.esc(row_name)} %{{y}}, {style.esc(col_name)} %{{x}}: "

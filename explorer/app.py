@@ -74,15 +74,19 @@ def load_examples() -> list[str]:
 
 
 def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
-    """Draw one figure, its download buttons (PNG, SVG, PDF, CSV: explorer/export_ui.py) and its
-    numbers as a table. Every figure of the page goes through here. ``meta``: model, sentence,
-    text, block, layer, head, stage, stage_title, caption, lang, selection."""
+    """Draw one figure, its download buttons (PNG, SVG, PDF, CSV: explorer/export_ui.py) and a
+    switch that shows its numbers as a table. Every figure of the page goes through here.
+    ``meta``: model, sentence, text, block, layer, head, stage, stage_title, caption, lang, selection.
+
+    A table is built and sent only when its switch is on: a page has about twenty figures, and
+    tables nobody opens were an eighth of the server's time per page."""
     st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": key}})
-    export_ui.figure_downloads(fig, df, meta, key)
-    if df is not None:
-        with st.expander(i18n.t("table", meta.get("lang", "en"))):
-            st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
+    row = export_ui.figure_downloads(fig, df, meta, key)
+    if df is None:
+        return
+    if row.toggle(i18n.t("table", meta.get("lang", "en")), key=f"{key}-table"):
+        st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
 
 
 # --- the URL -------------------------------------------------------------------------------

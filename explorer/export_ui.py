@@ -119,8 +119,9 @@ def display_figure(fig):
     return apply_theme(fig, s["theme"]) if s["preview"] else fig
 
 
-def figure_downloads(fig, df, meta: dict, key: str) -> None:
-    """PNG, SVG, PDF and CSV download buttons for one figure.
+def figure_downloads(fig, df, meta: dict, key: str):
+    """PNG, SVG, PDF and CSV download buttons for one figure, in one row (returned: the caller may
+    add to it).
 
     ``fig`` is the figure as the views built it (never mutated); ``meta`` the app's figure
     description (model, sentence, text, block, layer, head, stage, stage_title, caption, lang,
@@ -135,22 +136,23 @@ def figure_downloads(fig, df, meta: dict, key: str) -> None:
         shown[em.stage] = (_ident(sel, lang, em.model, em.text), fig, df)
     reason = ex.unavailable_reason()
     stem = ex.file_stem(em)
-    cols = st.columns(4, gap="small")
-    for col, fmt in zip(cols, ex.IMAGE_FORMATS):
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    for fmt in ex.IMAGE_FORMATS:
         def data(fmt=fmt) -> bytes:
             return ex.figure_bytes(ex.prepare(fig, em, theme=s["theme"], caption=caption), fmt,
                                    scale=s["scale"])
 
-        col.download_button(
+        row.download_button(
             fmt.upper(), data=data, file_name=f"{stem}.{fmt}", mime=ex.MIME[fmt],
             key=f"{key}-dl-{fmt}", on_click="ignore", disabled=reason is not None,
             icon=":material/download:", width="stretch",
             help=_t(lang, "unavailable", reason=reason.reason, install=reason.install)
             if reason else f"{stem}.{fmt}")
-    cols[3].download_button(
+    row.download_button(
         "CSV", data=(lambda: ex.table_bytes(df)) if df is not None else b"",
         file_name=f"{stem}.csv", mime=ex.MIME["csv"], key=f"{key}-dl-csv", on_click="ignore",
         disabled=df is None, icon=":material/table:", width="stretch", help=f"{stem}.csv")
+    return row
 
 
 # --- the sidebar ----------------------------------------------------------------------------

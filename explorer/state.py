@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
 
 import plotly.io as pio
 import streamlit as st
 
 import model
+from explorer.views import style
 from explorer.views.data import RunData, run_data, weights_of
 from model.registry import SEED_WEIGHTS
 
@@ -134,14 +137,73 @@ _LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity"
                "pe_learned_sim", "rope_freqs", "rope_distance", "next_token"}
 
 
-@st.cache_resource(max_entries=256, ttl=RUN_CACHE_TTL, show_spinner=False)
+class _Memo:
+    """A thread-safe memo, bounded in entries (least recently used out first) and age: what
+    st.cache_resource did for the figures, without hashing every argument on every call (a page
+    asks for about twenty figures on every rerun of every session). One thread makes a missing
+    value while others asking for the same key wait for it."""
+
+    def __init__(self, max_entries: int, ttl: float) -> None:
+        self.max_entries, self.ttl = max_entries, ttl
+        self._items: OrderedDict = OrderedDict()  # key -> (made at, value)
+        self._making: dict = {}  # key -> lock held while one thread makes it
+        self._lock = threading.Lock()
+
+    def _hit(self, key, now: float):
+        item = self._items.get(key)
+        if item is not None and now - item[0] < self.ttl:
+            self._items.move_to_end(key)
+            return item
+        return None
+
+    def get(self, key, make):
+        with self._lock:
+            item = self._hit(key, time.monotonic())
+            if item is not None:
+                return item[1]
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                item = self._hit(key, time.monotonic())
+            if item is not None:
+                return item[1]
+            try:
+                value = make()
+                with self._lock:
+                    now = time.monotonic()
+                    self._items[key] = (now, value)
+                    self._items.move_to_end(key)
+                    for k in [k for k, (t, _) in self._items.items() if now - t >= self.ttl]:
+                        del self._items[k]
+                    while len(self._items) > self.max_entries:
+                        self._items.popitem(last=False)
+            finally:
+                with self._lock:
+                    self._making.pop(key, None)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+FIGURE_CACHE_ENTRIES = 256
+_FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL)
+
+
 def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...], sel: tuple,
-            lang: str, options: tuple, _run: RunData, _info):
+            lang: str, options: tuple, run: RunData, info):
     from explorer.views import stages
 
-    selection = stages.Selection(*sel)
-    fig, df = stages.stage_figure(stage_id, _run, _info, selection, lang=lang, **dict(options))
-    return _shared(fig), df
+    def make():
+        selection = stages.Selection(*sel)
+        fig, df = stages.stage_figure(stage_id, run, info, selection, lang=lang, **dict(options))
+        return _shared(fig), df
+
+    return _FIGURES.get((stage_id, name, stamp, texts, sel, lang, options), make)
 
 
 _TABLES: dict[int, tuple] = {}  # id(df) -> (df, its Arrow table), for the cached figures' tables
@@ -170,13 +232,36 @@ def arrow_table(df):
     return table
 
 
+class _Frozen(dict):
+    """A shared figure's ``to_dict()``, made once, with its JSON made once too."""
+
+    __slots__ = ("json",)
+
+
 def _shared(fig):
     """A cached figure is drawn by every session on every rerun, and st.plotly_chart starts with
-    ``fig.to_dict()``, a deep copy (~30 ms a figure, half a cached rerun's time): make it once.
-    Safe because shared figures are never mutated (copies, e.g. for export, start from the dict)."""
-    frozen = fig.to_dict()
+    ``fig.to_dict()`` (a deep copy) and ``plotly.io.to_json`` of it (~10-40 ms a figure, most of a
+    cached rerun's time): make both once. The dict is the plain one the view built the figure from
+    (``style.plain_dict``: no deep copy at all). Safe because shared figures are never mutated
+    (copies, e.g. for export, start from the figure's traces)."""
+    frozen = _Frozen(style.plain_dict(fig))
+    frozen.json = _plotly_to_json(frozen, validate=False)
     fig.to_dict = lambda: frozen
     return fig
+
+
+_plotly_to_json = pio.to_json
+
+
+def _to_json_once(fig, *args, **kwargs):
+    """``plotly.io.to_json``, answering a shared figure's dict (st.plotly_chart calls
+    ``plotly.io.to_json(fig.to_dict(), validate=False)``) with the JSON made when it was cached."""
+    if type(fig) is _Frozen and not args and kwargs == {"validate": False}:
+        return fig.json
+    return _plotly_to_json(fig, *args, **kwargs)
+
+
+pio.to_json = _to_json_once
 
 
 def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,

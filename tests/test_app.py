@@ -70,6 +70,37 @@ def test_every_block_layer_and_head_in_korean():
         assert at.query_params["block"] == [block] or at.query_params["block"] == block
 
 
+def test_a_shared_figure_is_sent_exactly_as_plotly_would_send_it():
+    """st.plotly_chart calls plotly.io.to_json(fig.to_dict(), validate=False): for a cached figure
+    both are made once (explorer/state.py), and must give what plotly itself gives."""
+    import plotly.io as pio
+
+    import model
+    from explorer.views import stages, style
+
+    m = model.load("seed", random=True)
+    run = stages.run_data(m, ["shared <b>figure</b>"])
+    sel = stages.Selection(model="seed", sentence=0, layer=0, head=1, block="decoder.self_attn")
+    for sid in ("embedding", "masked", "mask", "overview"):
+        fig, _ = stages.stage_figure(sid, run, m.info, sel)
+        fresh = pio.json.to_json_plotly(style.plain_dict(fig), engine=state.PLOTLY_JSON_ENGINE)
+        shared = state._shared(fig)
+        assert shared.to_dict() is shared.to_dict()  # no copy per call
+        assert pio.to_json(shared.to_dict(), validate=False) == fresh
+        assert pio.to_json(shared.to_dict(), validate=False) is pio.to_json(shared.to_dict(), validate=False)
+        assert pio.to_json({"data": [], "layout": {}}, validate=False) == '{"data":[],"layout":{}}'
+
+
+def test_tables_are_sent_only_when_asked_for():
+    at = app(view="scores")
+    ok(at)
+    shown = len(at.dataframe)  # the generated output only: no stage's table until its switch is on
+    assert shown == 1
+    at.toggle(key="softmax-table").set_value(True).run()
+    ok(at)
+    assert len(at.dataframe) == shown + 1
+
+
 def test_changing_layer_head_view_or_sentence_does_not_rerun_the_model(monkeypatch):
     calls = []
     real = state.run_data

@@ -146,7 +146,7 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
                      "%{customdata[2]}<extra></extra>")
         cells = np.where(cat == 0, "✓", "×") if small else None
         traces.append(style.trace(
-            "heatmap", z=cat.astype(np.int8) if lean else cat, x=list(range(tk)), y=list(range(tq)), zmin=-0.5, zmax=3.5,
+            "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
             colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),

@@ -75,7 +75,7 @@ def heatmap(
             hover = f"{rname} %{{y}}<br>{cname} %{{x}}<br>" + value
     gap = 0.5 if max(r, c) <= 64 else 0
     traces = [style.trace(
-        "heatmap", z=shown, x=list(range(c)), y=list(range(r)), coloraxis=coloraxis, name=style.esc(name),
+        "heatmap", z=shown, x=np.arange(c), y=np.arange(r), coloraxis=coloraxis, name=style.esc(name),
         customdata=custom, text=text, texttemplate="%{text}" if cell_text else None,
         textfont=dict(size=9), hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
         yaxis=yaxis,

@@ -15,6 +15,7 @@ a figure.
 """
 from __future__ import annotations
 
+import base64
 import html
 import unicodedata
 from collections.abc import Sequence
@@ -236,18 +237,58 @@ def _template() -> _Shared | None:
     return _TEMPLATES[name]
 
 
+_TYPED = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
+          "float32": "f4", "float64": "f8"}
+_NOT_TYPED = ("geojson", "layer", "layers", "range")  # keys plotly never turns into typed arrays
+
+
+def _typed_array(a: np.ndarray):
+    """plotly's typed-array spec for a numeric array ({"dtype", "bdata"[, "shape"]}, 64-bit ints
+    narrowed as plotly does), without plotly's defensive copy; other arrays as they are."""
+    if a.size == 0:
+        return a
+    if a.dtype == np.int64:
+        lo, hi = a.min(), a.max()
+        for t in (np.int8, np.int16, np.int32):
+            if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+                a = a.astype(t)
+                break
+        else:
+            return a
+    code = _TYPED.get(a.dtype.name)
+    if code is None or a.dtype.byteorder == ">":
+        return a
+    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(a)).decode("ascii")}
+    if a.ndim > 1:
+        spec["shape"] = str(a.shape)[1:-1]
+    return spec
+
+
+def _to_base64(obj) -> None:
+    """plotly's convert_to_base64 (numpy arrays -> typed arrays, in place) for our plain dicts."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in _NOT_TYPED:
+                continue
+            if isinstance(v, np.ndarray):
+                obj[k] = _typed_array(v)
+            else:
+                _to_base64(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            _to_base64(v)
+
+
 def plain_dict(fig: go.Figure) -> dict:
     """``fig.to_dict()`` (what st.plotly_chart sends): for figures from ``make_figure``, made from the
     plain dicts they were built from (a shallow structural copy instead of a deep copy of plotly's
     objects; numpy arrays become plotly's base64 typed arrays, as in ``to_dict``)."""
-    from _plotly_utils.utils import convert_to_base64
-
     plain = getattr(fig, "_plain", None)
     if plain is None:
         return fig.to_dict()
     out = {"data": _copy(plain[0]), "layout": _copy(plain[1])}
     template = out["layout"].pop("template", None)
-    convert_to_base64(out)
+    _to_base64(out)
     if template is not None:
         out["layout"]["template"] = template
     return out

@@ -125,11 +125,10 @@ def url_int(name: str, n: int, messages: list) -> None:
 
 
 def sync_url(values: dict) -> None:
-    """Make the URL follow the state (only the parameters that changed are written)."""
-    for k, v in values.items():
-        v = str(v)
-        if st.query_params.get(k) != v:
-            st.query_params[k] = v
+    """Make the URL follow the state (only the parameters that changed, in one message)."""
+    changed = {k: str(v) for k, v in values.items() if st.query_params.get(k) != str(v)}
+    if changed:
+        st.query_params.update(changed)
 
 
 # --- the page -----------------------------------------------------------------------------

@@ -138,14 +138,15 @@ _LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity"
 
 
 class _Memo:
-    """A thread-safe memo, bounded in entries (least recently used out first) and age: what
-    st.cache_resource did for the figures, without hashing every argument on every call (a page
-    asks for about twenty figures on every rerun of every session). One thread makes a missing
-    value while others asking for the same key wait for it."""
+    """A thread-safe memo, bounded in entries and in bytes (least recently used out first) and
+    in age: what st.cache_resource did for the figures, without hashing every argument on every
+    call (a page asks for about twenty figures on every rerun of every session). One thread makes
+    a missing value while others asking for the same key wait for it."""
 
-    def __init__(self, max_entries: int, ttl: float) -> None:
-        self.max_entries, self.ttl = max_entries, ttl
-        self._items: OrderedDict = OrderedDict()  # key -> (made at, value)
+    def __init__(self, max_entries: int, ttl: float, max_bytes: int | None = None) -> None:
+        self.max_entries, self.ttl, self.max_bytes = max_entries, ttl, max_bytes
+        self.bytes = 0
+        self._items: OrderedDict = OrderedDict()  # key -> (made at, value, bytes)
         self._making: dict = {}  # key -> lock held while one thread makes it
         self._lock = threading.Lock()
 
@@ -156,7 +157,7 @@ class _Memo:
             return item
         return None
 
-    def get(self, key, make):
+    def get(self, key, make, weigh=lambda value: 0):
         with self._lock:
             item = self._hit(key, time.monotonic())
             if item is not None:
@@ -169,14 +170,17 @@ class _Memo:
                 return item[1]
             try:
                 value = make()
+                size = int(weigh(value))
                 with self._lock:
                     now = time.monotonic()
-                    self._items[key] = (now, value)
-                    self._items.move_to_end(key)
-                    for k in [k for k, (t, _) in self._items.items() if now - t >= self.ttl]:
-                        del self._items[k]
-                    while len(self._items) > self.max_entries:
-                        self._items.popitem(last=False)
+                    old = self._items.pop(key, None)
+                    self.bytes += size - (old[2] if old else 0)
+                    self._items[key] = (now, value, size)
+                    for k in [k for k, item in self._items.items() if now - item[0] >= self.ttl]:
+                        self.bytes -= self._items.pop(k)[2]
+                    while len(self._items) > 1 and (len(self._items) > self.max_entries or (
+                            self.max_bytes is not None and self.bytes > self.max_bytes)):
+                        self.bytes -= self._items.popitem(last=False)[1][2]
             finally:
                 with self._lock:
                     self._making.pop(key, None)
@@ -185,13 +189,17 @@ class _Memo:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._items)
 
 
 FIGURE_CACHE_ENTRIES = 256
-_FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL)
+# the figures' JSON in all (a figure also keeps its arrays and table: about 2-3x this in memory);
+# a default page for one short sentence is about 1 MB of JSON, one 512-token heatmap about 2 MB
+FIGURE_CACHE_JSON_BYTES = 64 * 2**20
+_FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL, FIGURE_CACHE_JSON_BYTES)
 
 
 def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...], sel: tuple,
@@ -203,7 +211,8 @@ def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...
         fig, df = stages.stage_figure(stage_id, run, info, selection, lang=lang, **dict(options))
         return _shared(fig), df
 
-    return _FIGURES.get((stage_id, name, stamp, texts, sel, lang, options), make)
+    return _FIGURES.get((stage_id, name, stamp, texts, sel, lang, options), make,
+                        weigh=lambda made: len(made[0].to_dict().json))
 
 
 _TABLES: dict[int, tuple] = {}  # id(df) -> (df, its Arrow table), for the cached figures' tables

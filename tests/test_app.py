@@ -91,6 +91,38 @@ def test_a_shared_figure_is_sent_exactly_as_plotly_would_send_it():
         assert pio.to_json({"data": [], "layout": {}}, validate=False) == '{"data":[],"layout":{}}'
 
 
+def test_the_figure_memo_is_bounded_in_entries_bytes_and_age_and_makes_each_value_once():
+    import threading
+    import time
+
+    memo = state._Memo(max_entries=3, ttl=3600, max_bytes=100)
+    made = []
+
+    def make(k, size=10):
+        def f():
+            made.append(k)
+            time.sleep(0.05)
+            return (k, size)
+        return f
+
+    threads = [threading.Thread(target=memo.get, args=("a", make("a"), lambda v: v[1])) for _ in range(5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert made == ["a"]  # five sessions asked at once: made once
+    for k in "bcd":
+        memo.get(k, make(k), lambda v: v[1])
+    assert len(memo) == 3 and memo.bytes == 30  # "a" (least recently used) went first
+    memo.get("big", make("big", 90), lambda v: v[1])
+    assert memo.bytes <= 100 and memo.get("big", make("again")) == ("big", 90)
+    old = state._Memo(max_entries=3, ttl=0.01)
+    old.get("x", make("x"))
+    time.sleep(0.02)
+    old.get("x", make("x"))
+    assert made.count("x") == 2  # too old: made again
+
+
 def test_tables_are_sent_only_when_asked_for():
     at = app(view="scores")
     ok(at)

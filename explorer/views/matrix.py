@@ -196,7 +196,8 @@ def matrix_df(z: np.ndarray, rows: Sequence[str] | None = None, cols: Sequence[s
               *, row_name: str = "row", col_name: str = "column") -> pd.DataFrame:
     """The matrix as a table (the exact values, −inf included), labelled by position:token."""
     z = np.asarray(z)
-    df = pd.DataFrame(z, index=row_labels(rows, z.shape[0]), columns=row_labels(cols, z.shape[1]))
+    df = pd.DataFrame(z, index=pd.Index(row_labels(rows, z.shape[0]), dtype=object),
+                      columns=pd.Index(row_labels(cols, z.shape[1]), dtype=object))
     df.index.name = row_name
     df.columns.name = col_name
     return df

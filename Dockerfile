@@ -15,7 +15,8 @@ ENV PYTHONUNBUFFERED=1 \
 # glibc malloc for a threaded server (one thread per session): two arenas, big blocks kept for
 # reuse. Measured by `python -m bench`: the server's memory stays flat over 1000 reruns (+4.6%
 # instead of +22%) and keeping a run's hook tensors costs nothing (run_with_cache/run 0.98
-# instead of 1.18 on SmolLM2)
+# instead of 1.18 on SmolLM2). The app applies the same settings itself when it starts
+# (explorer/memory.py); setting them here also covers the imports before that.
 ENV MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=1073741824 \
     MALLOC_TRIM_THRESHOLD_=1073741824

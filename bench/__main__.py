@@ -5,6 +5,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --json bench/results/bench.json
     python -m bench --quick
     python -m bench --only hooks,stages     # sections: hooks, stages, export, concurrency
+    python -m bench --malloc default        # glibc's malloc defaults instead of the app's (explorer/memory.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -159,7 +160,10 @@ def table(res: dict) -> str:
     meta = res["meta"]
     L.append(f"Attention Explorer benchmark · {meta['date']} · {'quick' if meta['quick'] else 'full'} · "
              f"{meta['cpus']} CPUs, load {meta['load_avg']} · torch threads {meta['torch_threads']} · "
-             f"nice {meta['nice']}" + "".join(f" · {k}={v}" for k, v in meta["env"].items()))
+             f"nice {meta['nice']}" + "".join(f" · {k}={v}" for k, v in meta["env"].items())
+             + (" · malloc: glibc defaults" if "default" in meta.get("malloc", {})
+                else f" · malloc: the app's ({', '.join(f'{k}={v}' for k, v in meta.get('malloc', {}).items())})"
+                if meta.get("malloc") else ""))
     for note in meta["notes"]:
         L.append(f"  note: {note}")
     if "hook_overhead" in res:
@@ -241,6 +245,9 @@ def main(argv=None) -> int:
     p.add_argument("--think", default="20,40", help="seconds between a session's sentence changes: lo,hi")
     p.add_argument("--reruns", type=int, default=1000, help="reruns in total for the memory check")
     p.add_argument("--arrival", type=float, default=10.0, help="visitors open the page within this many seconds")
+    p.add_argument("--malloc", choices=("app", "default"), default="app",
+                   help="glibc malloc settings for this process and the server: the app's (explorer/memory.py, "
+                        "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
     unknown = only - {"hooks", "stages", "export", "concurrency"}
@@ -256,6 +263,14 @@ def main(argv=None) -> int:
     if a.quick:
         a.sessions, a.seconds, think, a.reruns, a.arrival = min(a.sessions, 3), min(a.seconds, 12.0), (0.5, 1.0), 0, 1.0
 
+    if a.malloc == "app":
+        from explorer import memory
+
+        malloc = memory.tune()
+    else:
+        malloc = {"default": 1}
+        os.environ["ATTENTION_EXPLORER_MALLOC"] = "default"  # the server too
+
     import torch
 
     from . import models as mb
@@ -263,7 +278,7 @@ def main(argv=None) -> int:
     res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "quick": a.quick,
                           "cpus": os.cpu_count(), "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
                           "torch_threads": torch.get_num_threads(), "python": sys.version.split()[0],
-                          "nice": os.nice(0), "notes": [],
+                          "nice": os.nice(0), "notes": [], "malloc": malloc,
                           "env": {k: v for k, v in os.environ.items()
                                   if k.startswith(("MALLOC_", "ATTENTION_EXPLORER_")) or k == "LD_PRELOAD"}}}
     models = {}

@@ -26,6 +26,7 @@ import plotly.io as pio
 import streamlit as st
 
 import model
+from explorer import memory
 from explorer.views import style
 from explorer.views.data import RunData, run_data, weights_of
 from model.registry import SEED_WEIGHTS
@@ -44,6 +45,7 @@ _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 # (orjson needs a slow pre-pass over object arrays) and gives the same JSON (`python -m bench`)
 PLOTLY_JSON_ENGINE = "json"
 pio.json.config.default_engine = PLOTLY_JSON_ENGINE
+memory.tune()  # glibc keeps freed memory for the next run (explorer/memory.py)
 
 
 def _hide_paths(text: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import html
+import threading
 import unicodedata
 from collections.abc import Sequence
 
@@ -200,9 +201,34 @@ def make_figure(traces, layout: dict, *, title: str = "", height: int | None = N
     template = _template()
     if template is not None and "template" not in lay:
         lay["template"] = template
-    fig = go.Figure(data=data, layout=lay, _validate=False)
-    fig._plain = (data, lay)
-    return fig
+    return _Figure(data, lay, _lazy=True)
+
+
+class _Figure(go.Figure):
+    """A go.Figure whose plotly objects are made the first time anything reads them.
+
+    The app never does: it sends ``plain_dict`` (explorer/state.py), so a page's twenty figures
+    skip plotly's object tree (a tenth of a new sentence's server time). Tests, export and the
+    themes read ``fig.data``, ``fig.layout``, ``fig.to_dict()``..., which make it then (once, under
+    a lock: cached figures are shared by sessions)."""
+
+    _making = threading.RLock()
+
+    def __init__(self, data=None, layout=None, *args, _lazy: bool = False, **kwargs) -> None:
+        if not _lazy:  # e.g. a copy or an unpickled figure: as go.Figure
+            super().__init__(data, layout, *args, **kwargs)
+            return
+        self._plain = (data, layout)
+        self._pending = (data, layout)
+
+    def __getattr__(self, name: str):  # only for what the instance does not have (yet)
+        if name.startswith("__") or name in ("_pending", "_plain"):
+            raise AttributeError(name)
+        with _Figure._making:
+            pending = self.__dict__.pop("_pending", None)
+            if pending is not None:
+                go.Figure.__init__(self, data=pending[0], layout=pending[1], _validate=False)
+        return object.__getattribute__(self, name)
 
 
 def _copy(x):

@@ -700,6 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--head {a.head} is out of range: {info.name} has {info.n_heads} heads, "
                      f"so use 0..{info.n_heads - 1}")
 
+    if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
+        stages = [s for s in stages if views.applies(s, info)]
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,

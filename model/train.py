@@ -27,6 +27,8 @@ from .seed import SeedConfig, SeedTransformer
 from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, save
 
 MAX_CHARS = 40
+# cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)
+MIX = (0.3, 0.55, 0.75, 0.85)
 LOWER = string.ascii_lowercase
 # A few common syllables and words so that "natural" sequences look like text, not noise.
 _EN_WORDS = ("the a of and to in is it you that he was for on are as with his they at be this "
@@ -58,21 +60,28 @@ def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> st
     return out[:n]
 
 
-def sample_input(task: str, rng: random.Random, n: int | None = None, max_chars: int = MAX_CHARS) -> str:
-    """One training/evaluation input of 1..max_chars characters from the task's domain."""
-    n = n or rng.randint(1, max_chars)
+def sample_input(task: str, rng: random.Random, n: int | None = None, max_chars: int = MAX_CHARS,
+                 long_bias: float = 0.0) -> str:
+    """One training/evaluation input of 1..max_chars characters from the task's domain.
+
+    Lengths are uniform, except that with probability ``long_bias`` the longer of two draws is
+    taken (long inputs are where positional attention must be most precise)."""
+    n = n or (max(rng.randint(1, max_chars), rng.randint(1, max_chars)) if rng.random() < long_bias
+              else rng.randint(1, max_chars))
     if task == "sort":  # lowercase letters, biased toward few distinct letters now and then
         pool = LOWER if rng.random() < 0.7 else rng.sample(LOWER, rng.randint(1, 8))
         return "".join(rng.choice(pool) for _ in range(n))
+    # Hangul gets most of the inputs: each of its 11,172 syllables is rare, and a rarely seen
+    # embedding is noise that the positional part of attention has to learn to ignore
     mode = rng.random()
-    if mode < 0.3:
+    if mode < MIX[0]:
         return "".join(rng.choice(PRINTABLE_ASCII) for _ in range(n))
-    if mode < 0.55:
+    if mode < MIX[1]:
         return "".join(rng.choice(HANGUL_SYLLABLES) for _ in range(n))
-    if mode < 0.75:
+    if mode < MIX[2]:
         return "".join(rng.choice(PRINTABLE_ASCII if rng.random() < 0.5 else HANGUL_SYLLABLES)
                        for _ in range(n))
-    if mode < 0.85:  # few distinct characters: repeats force attention by position, not content
+    if mode < MIX[3]:  # few distinct characters: repeats force attention by position, not content
         pool = rng.sample(PRINTABLE_ASCII + HANGUL_SYLLABLES[:50], rng.randint(1, 4))
         return "".join(rng.choice(pool) for _ in range(n))
     return _words(rng, _EN_WORDS if rng.random() < 0.5 else _KO_WORDS, n)
@@ -86,9 +95,12 @@ class Batch:
 
 
 def make_batch(task: str, tt, rng: random.Random, size: int, max_chars: int = MAX_CHARS) -> Batch:
+    return encode_batch(task, tt, [sample_input(task, rng, max_chars=max_chars) for _ in range(size)])
+
+
+def encode_batch(task: str, tt, srcs: list[str]) -> Batch:
     from .base import pad_batch
 
-    srcs = [sample_input(task, rng, max_chars=max_chars) for _ in range(size)]
     src_ids = [e.ids for e in tt.encode(srcs)]
     tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
     return Batch(
@@ -98,27 +110,44 @@ def make_batch(task: str, tt, rng: random.Random, size: int, max_chars: int = MA
     )
 
 
-def curriculum(step: int, steps: int, start: int = 8) -> int:
-    """The longest input at this step: grows from ``start`` to MAX_CHARS over the first half of
-    training, then stays there. Short inputs teach the mechanism; long ones refine it."""
-    return min(MAX_CHARS, start + (MAX_CHARS - start) * 2 * step // max(1, steps))
+def curriculum(step: int, steps: int, start: int = 8, frac: float = 0.5) -> int:
+    """The longest input at this step: grows from ``start`` to MAX_CHARS over the first ``frac``
+    of training, then stays there. Short inputs teach the mechanism; long ones refine it."""
+    return min(MAX_CHARS, start + int((MAX_CHARS - start) * step / max(1.0, frac * steps)))
 
 
-def sampled_loss(model: SeedTransformer, b: Batch, always: torch.Tensor) -> torch.Tensor:
+def candidates(batches: list[Batch], always: torch.Tensor) -> torch.Tensor:
+    """The ids the sampled softmax scores: every id in the batches plus ``always``, sorted."""
+    return torch.unique(torch.cat([always] + [t.flatten() for b in batches for t in (b.src, b.tgt_out)]))
+
+
+def sampled_loss(model: SeedTransformer, b: Batch, always: torch.Tensor,
+                 cand: torch.Tensor | None = None, reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy over the ids that occur in the batch plus ``always`` (specials, ASCII).
 
     The full vocabulary has 11k Hangul syllables; scoring only the candidates present keeps a
-    step cheap. Evaluation and the app always use the full softmax.
+    step cheap. Evaluation and the app always use the full softmax. ``cand`` overrides the
+    candidate set (so that the pieces of one split batch score the same candidates).
     """
     memory, src_mask = model.encode(b.src)
     self_mask = (b.tgt_in != model.cfg.pad_id)[:, None, None, :] & torch.ones(
         b.tgt_in.shape[1], b.tgt_in.shape[1], dtype=torch.bool).tril()
     h = model.decoder(model.embed_tokens(b.tgt_in), memory, self_mask, src_mask)  # (B, T, d)
     keep = b.tgt_out != model.cfg.pad_id
-    cand = torch.unique(torch.cat([b.tgt_out[keep], b.src.flatten(), always]))  # sorted
+    if cand is None:
+        cand = torch.unique(torch.cat([b.tgt_out[keep], b.src.flatten(), always]))  # sorted
     logits = h[keep] @ model.embedding.weight[cand].T  # (N, C)
     target = torch.searchsorted(cand, b.tgt_out[keep])
-    return F.cross_entropy(logits, target)
+    return F.cross_entropy(logits, target, reduction=reduction)
+
+
+def split_by_length(task: str, tt, srcs: list[str], pieces: int) -> list[Batch]:
+    """One mixed-length batch as ``pieces`` sub-batches of similar lengths, each padded only to
+    its own longest input. Their summed gradients equal the whole batch's (padding is masked),
+    so a step sees the same mix of lengths at a fraction of the padded compute."""
+    order = sorted(srcs, key=len)
+    k = max(1, min(pieces, len(order)))
+    return [encode_batch(task, tt, order[i * len(order) // k: (i + 1) * len(order) // k]) for i in range(k)]
 
 
 @torch.inference_mode()
@@ -140,7 +169,8 @@ def held_out(task: str, n: int, seed: int) -> list[str]:
 def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict,
           log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3,
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
-          stop_after: int | None = None) -> tuple[SeedTransformer, dict]:
+          stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
+          ramp: float = 0.5) -> tuple[SeedTransformer, dict]:
     from tqdm import tqdm
 
     torch.manual_seed(seed)
@@ -161,10 +191,17 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     bar = tqdm(range(min(steps, stop_after or steps)), desc=f"train {task}", file=sys.stderr, mininterval=2)
     model.train()
     for step in bar:
-        batch = make_batch(task, tt, rng, batch_size, max_chars=curriculum(step, steps, start_len))
-        loss = sampled_loss(model, batch, always)
+        longest = curriculum(step, steps, start_len, ramp)
+        srcs = [sample_input(task, rng, max_chars=longest, long_bias=long_bias) for _ in range(batch_size)]
+        pieces = split_by_length(task, tt, srcs, split)
+        cand = candidates(pieces, always)
+        n_tokens = sum(int((b.tgt_out != tt.pad_id).sum()) for b in pieces)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = 0.0
+        for b in pieces:  # gradient of the whole batch's mean loss, accumulated piece by piece
+            part = sampled_loss(model, b, always, cand, reduction="sum") / n_tokens
+            part.backward()
+            loss += part.detach()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
@@ -172,9 +209,9 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if eval_every and step and step % eval_every == 0:
             model.eval()
-            acc = exact_match(model, task, held_out(task, 200, seed + 1))
+            acc = exact_match(model, task, held_out(task, 400, seed + 1))
             model.train()
-            log(f"step {step}: exact match {acc:.3f} on 200 held-out inputs")
+            log(f"step {step} ({time.time() - t0:.0f} s): exact match {acc:.4f} on 400 held-out inputs")
             if checkpoint:
                 model.save(checkpoint, extra={"training": {"steps": step}})
     model.eval()
@@ -183,7 +220,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     log(f"{task}: {steps} steps in {seconds:.0f} s; held-out exact match {acc:.4f}")
     return model, {"steps": min(steps, stop_after or steps), "schedule_steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
                    "held_out_exact_match": acc, "lr": lr, "start_len": start_len, "seed": seed,
-                   "init": str(init) if init else None}
+                   "init": str(init) if init else None, "split": split,
+                   "long_bias": long_bias, "ramp": ramp}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,15 +239,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init", type=Path, default=None, help="start from these weights (a second stage)")
     p.add_argument("--start-len", type=int, default=8,
                    help="longest input at step 0 (grows to 40 over the first half; 40 = no curriculum)")
+    p.add_argument("--ramp", type=float, default=0.5, help="fraction of --steps over which the curriculum grows")
+    p.add_argument("--long-bias", type=float, default=0.0,
+                   help="probability of drawing a length as the longer of two uniform draws")
+    p.add_argument("--pe-base", type=float, default=10000.0, help="positional-encoding base n")
+    p.add_argument("--split", type=int, default=2, help="pieces a batch is split into by length")
+    p.add_argument("--mix", type=str, default=None,
+                   help="cumulative shares ASCII,Hangul,mixed,few-distinct of reverse inputs (rest: words)")
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
+    if a.mix:
+        global MIX
+        MIX = tuple(float(x) for x in a.mix.split(","))
     steps = a.steps or {"reverse": 4000, "sort": 1000}[a.task]
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
-    overrides = {"d_ff": a.d_ff}
+    overrides = {"d_ff": a.d_ff, "pe_base": a.pe_base}
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
                          lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
-                         init=a.init, start_len=a.start_len, stop_after=a.stop_after)
+                         init=a.init, start_len=a.start_len, stop_after=a.stop_after,
+                         split=a.split, long_bias=a.long_bias, ramp=a.ramp)
     ASSETS.mkdir(exist_ok=True)
     if not SEED_TOKENIZER.exists():
         save(build_char_tokenizer(), SEED_TOKENIZER)

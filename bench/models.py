@@ -122,15 +122,16 @@ def hook_overhead_forward(m, texts: list[str], n: int = 7) -> dict | None:
 # --- layer/head change, new sentence, payload ----------------------------------------------------
 
 def all_figures(run, info, sel) -> dict[str, int]:
-    """Every stage's figure for ``sel``, serialised as the app sends it (st.plotly_chart: to_dict,
-    then plotly.io.to_json with the app's JSON engine); {stage: JSON bytes}."""
+    """Every stage's figure for ``sel``, serialised as the app sends it (the figure's plain dict,
+    as explorer/state.py gives it to st.plotly_chart, then plotly.io.to_json with the app's JSON
+    engine); {stage: JSON bytes}."""
     from explorer.state import PLOTLY_JSON_ENGINE
-    from explorer.views import stages
+    from explorer.views import stages, style
 
     sizes = {}
     for sid, _ in stages.STAGES:
         fig, _df = stages.stage_figure(sid, run, info, sel)
-        sizes[sid] = len(pio.to_json(fig.to_dict(), validate=False, engine=PLOTLY_JSON_ENGINE))
+        sizes[sid] = len(pio.json.to_json_plotly(style.plain_dict(fig), engine=PLOTLY_JSON_ENGINE))
     return sizes
 
 

@@ -4,6 +4,9 @@
     model_weights(name)     -> {"...W_Q": array, ...}            st.cache_resource: zero-copy views
     run(name, texts)        -> RunData (numpy, picklable)         st.cache_data: by model + text
                                                                   (bounded: entries and time)
+    stage_figure(...)       -> (figure, table)                   a process-wide memo (_Memo:
+                                                                  entries, JSON bytes, time); the
+                                                                  figure's dict and JSON made once
 
 Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
 does not run again. A weight file's modification time is part of every key, so when a missing

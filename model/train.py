@@ -28,7 +28,12 @@ from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, 
 
 MAX_CHARS = 40
 # cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)
-MIX = (0.3, 0.55, 0.75, 0.85)
+MIX = (0.12, 0.62, 0.82, 0.9)
+# what `python -m model.train TASK` runs unless told otherwise: the shipped weights' recipes
+RECIPES = {
+    "reverse": dict(steps=5000, lr=1.5e-3, ramp=0.25, long_bias=0.7, pe_base=100.0),
+    "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0),
+}
 LOWER = string.ascii_lowercase
 # A few common syllables and words so that "natural" sequences look like text, not noise.
 _EN_WORDS = ("the a of and to in is it you that he was for on are as with his they at be this "
@@ -221,7 +226,7 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     return model, {"steps": min(steps, stop_after or steps), "schedule_steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
                    "held_out_exact_match": acc, "lr": lr, "start_len": start_len, "seed": seed,
                    "init": str(init) if init else None, "split": split,
-                   "long_bias": long_bias, "ramp": ramp}
+                   "long_bias": long_bias, "ramp": ramp, "mix": list(MIX) if task == "reverse" else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: per task)")
     p.add_argument("--eval-every", type=int, default=0, help="print held-out accuracy every N steps")
     p.add_argument("--d-ff", type=int, default=256, help="feed-forward width")
     p.add_argument("--stop-after", type=int, default=None,
@@ -239,10 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--init", type=Path, default=None, help="start from these weights (a second stage)")
     p.add_argument("--start-len", type=int, default=8,
                    help="longest input at step 0 (grows to 40 over the first half; 40 = no curriculum)")
-    p.add_argument("--ramp", type=float, default=0.5, help="fraction of --steps over which the curriculum grows")
-    p.add_argument("--long-bias", type=float, default=0.0,
-                   help="probability of drawing a length as the longer of two uniform draws")
-    p.add_argument("--pe-base", type=float, default=10000.0, help="positional-encoding base n")
+    p.add_argument("--ramp", type=float, default=None,
+                   help="fraction of --steps over which the curriculum grows (default: per task)")
+    p.add_argument("--long-bias", type=float, default=None,
+                   help="probability of drawing a length as the longer of two uniform draws (default: per task)")
+    p.add_argument("--pe-base", type=float, default=None, help="positional-encoding base n (default: per task)")
     p.add_argument("--split", type=int, default=2, help="pieces a batch is split into by length")
     p.add_argument("--mix", type=str, default=None,
                    help="cumulative shares ASCII,Hangul,mixed,few-distinct of reverse inputs (rest: words)")
@@ -252,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.mix:
         global MIX
         MIX = tuple(float(x) for x in a.mix.split(","))
-    steps = a.steps or {"reverse": 4000, "sort": 1000}[a.task]
+    recipe = RECIPES[a.task]
+    for k, v in recipe.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    steps = a.steps
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
     overrides = {"d_ff": a.d_ff, "pe_base": a.pe_base}
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,

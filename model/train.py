@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS
 from .attention import causal_mask, padding_mask
+from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS
 from .seed import SeedConfig, SeedTransformer
 from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, save
 

@@ -32,8 +32,8 @@ MAX_CHARS = 40
 MIX = (0.12, 0.62, 0.82, 0.9)
 # what `python -m model.train TASK` runs unless told otherwise: the shipped weights' recipes
 RECIPES = {
-    "reverse": dict(steps=5000, lr=1.5e-3, ramp=0.25, long_bias=0.7, pe_base=100.0),
-    "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0),
+    "reverse": dict(steps=5000, lr=1.5e-3, ramp=0.25, long_bias=0.7, pe_base=100.0, d_ff=256),
+    "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0, d_ff=256),
 }
 LOWER = string.ascii_lowercase
 # A few common syllables and words so that "natural" sequences look like text, not noise.
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: per task)")
     p.add_argument("--eval-every", type=int, default=0, help="print held-out accuracy every N steps")
-    p.add_argument("--d-ff", type=int, default=256, help="feed-forward width")
+    p.add_argument("--d-ff", type=int, default=None, help="feed-forward width (default: per task)")
     p.add_argument("--stop-after", type=int, default=None,
                    help="stop after this many steps of the --steps schedule (a first stage)")
     p.add_argument("--init", type=Path, default=None, help="start from these weights (a second stage)")

@@ -262,9 +262,10 @@ def section_position(page: Page) -> None:
     st.markdown(f"**{t('pe_controls')}**")
     n_tok = page.run[f"{stages.prefix(page.sel.block, page.sel.layer)}.hook_q"].shape[-2]
     c1, c2, c3 = st.columns(3)
-    if keep("pe_base", base) not in PE_BASES:
+    bases = sorted({*PE_BASES, base})  # the model's own base is always one of the choices
+    if keep("pe_base", base) not in bases:
         st.session_state["pe_base"] = 10000.0
-    c1.select_slider(t("pe_base"), PE_BASES, key="pe_base", format_func=lambda x: f"{x:g}")
+    c1.select_slider(t("pe_base"), bases, key="pe_base", format_func=lambda x: f"{x:g}")
     st.session_state["pe_d_model"] = int(min(max(int(keep("pe_d_model", info.d_model)), 2), 1024))
     c2.number_input(t("pe_d_model"), min_value=2, max_value=1024, step=2, key="pe_d_model")
     st.session_state["pe_positions"] = int(min(max(int(keep("pe_positions", n_tok)), 1), 512))

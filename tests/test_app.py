@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import model
 from explorer import state
 from explorer.inputs import MAX_SENTENCES, VIEWS
 
@@ -248,7 +249,9 @@ def test_one_cell_pickers():
 def test_positional_controls():
     at = app(view="position")
     ok(at)
-    at.select_slider(key="pe_base").set_value(10000.0)  # the shipped seed uses n = 100
+    base = model.load("seed").info.positional_base  # the shipped reverse model's own n
+    assert at.select_slider(key="pe_base").value == base  # offered even when not a round number
+    at.select_slider(key="pe_base").set_value(10000.0)
     at.number_input(key="pe_d_model").set_value(16)
     at.number_input(key="pe_positions").set_value(60).run()
     ok(at)

@@ -15,14 +15,15 @@ a figure.
 """
 from __future__ import annotations
 
-import base64
 import html
-import threading
 import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+
+from explorer import fastpath, i18n
+from explorer.fastpath import trace
 
 SCORES = "RdBu_r"  # diverging, for scores, Q/K/V, encodings, outputs (centred at 0)
 WEIGHTS = "Viridis"  # sequential, for softmax weights (0 .. 1)
@@ -31,8 +32,12 @@ MASKED_MARK = "#6b6b6b"
 PAD_COLOUR = "#bdbdbd"
 # mask categories (Okabe–Ito): allowed, blocked by padding, blocked by causality, blocked by both
 MASK_COLOURS = ("#f7f7f7", "#E69F00", "#0072B2", "#D55E00")
-LINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
-FONT = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", sans-serif'
+# Okabe & Ito (2008): safe for every common colour-vision deficiency; lines skip its yellow
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+LINE_COLOURS = tuple(c for c in OKABE_ITO if c != "#F0E442")
+# Noto Sans CJK KR (Debian: fonts-noto-cjk) has Hangul and Latin glyphs; the rest are fallbacks for
+# machines (macOS, Windows) that open an SVG without it
+FONT = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", "DejaVu Sans", sans-serif'
 MAX_TICKS = 64  # beyond this many positions, label every k-th one
 CELL_TEXT_MAX = 20  # write numbers inside heatmap cells up to this many rows and columns
 # up to this many cells (the app's biggest query x key matrix: 72 x 72), a heatmap's hover names
@@ -116,26 +121,15 @@ def symmetric_range(*arrays: np.ndarray) -> float:
     return m or 1e-9
 
 
-_SCALES: dict[str, list] = {}
-
-
-def colour_scale(name: str) -> list:
-    """A named scale as the [position, colour] list plotly would send (figures are built without
-    plotly's validation, which is what expands names; plotly.js knows only a few names)."""
-    if name not in _SCALES:
-        _SCALES[name] = [list(stop) for stop in go.layout.Coloraxis(colorscale=name).colorscale]
-    return _SCALES[name]
-
-
 def scores_axis(zmax: float, title: str = "") -> dict:
     """A layout ``coloraxis`` for signed values: diverging, centred at 0."""
-    return dict(colorscale=colour_scale(SCORES), cmin=-float(zmax), cmax=float(zmax), cmid=0,
+    return dict(colorscale=fastpath.colour_scale(SCORES), cmin=-float(zmax), cmax=float(zmax), cmid=0,
                 colorbar=dict(title=dict(text=esc(title)), thickness=12))
 
 
 def weights_axis(title: str = "", cmax: float = 1.0) -> dict:
     """A layout ``coloraxis`` for softmax weights: sequential, 0 .. 1."""
-    return dict(colorscale=colour_scale(WEIGHTS), cmin=0.0, cmax=float(cmax),
+    return dict(colorscale=fastpath.colour_scale(WEIGHTS), cmin=0.0, cmax=float(cmax),
                 colorbar=dict(title=dict(text=esc(title)), thickness=12))
 
 
@@ -164,6 +158,11 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}f}".replace("-", "−")
 
 
+def with_labels(labels: dict | None) -> dict:
+    """The figure words (English unless ``labels`` says otherwise: ``i18n.fig_labels(lang)``)."""
+    return {**i18n.fig_labels("en"), **(labels or {})}
+
+
 def layout_defaults(title: str, height: int | None = None) -> dict:
     lay = dict(title=dict(text=esc(title), x=0.0, xanchor="left"), font=dict(family=FONT),
                plot_bgcolor=MASKED_BG, margin=dict(l=60, r=30, t=70, b=50),
@@ -173,22 +172,10 @@ def layout_defaults(title: str, height: int | None = None) -> dict:
     return lay
 
 
-def trace(kind: str, **props) -> dict:
-    """A plotly trace as a plain dict, e.g. ``trace("heatmap", z=z, ...)``; None values are left out
-    (as plotly leaves out unset properties). Nested properties are dicts: ``marker=dict(color=c)``."""
-    out = {"type": kind}
-    out.update((k, v) for k, v in props.items() if v is not None)
-    return out
-
-
 def make_figure(traces, layout: dict, *, title: str = "", height: int | None = None,
                 subtitle: str | None = None) -> go.Figure:
-    """One go.Figure from plain trace dicts (``trace``) and a plain layout (our defaults underneath).
-
-    The figure is built without plotly's per-property validation (most of a figure's cost: ~20x),
-    and remembers the plain dicts it was built from, so ``plain_dict`` (what the app sends) needs no
-    deep copy. Figures are never changed after they are built; tests/test_views.py checks that every
-    stage's plain dict is what validated plotly makes of it."""
+    """One figure from plain trace dicts (``trace``) and a plain layout, our look underneath
+    (``layout_defaults``); built without plotly's validation (explorer/fastpath.py)."""
     lay = layout_defaults(title, height)
     if subtitle is not None:
         lay["title"]["subtitle"] = dict(text=subtitle)
@@ -197,127 +184,7 @@ def make_figure(traces, layout: dict, *, title: str = "", height: int | None = N
             lay[k] = {**lay[k], **v}
         else:
             lay[k] = v
-    data = [t if isinstance(t, dict) else t.to_plotly_json() for t in traces]
-    template = _template()
-    if template is not None and "template" not in lay:
-        lay["template"] = template
-    return _Figure(data, lay, _lazy=True)
-
-
-class _Figure(go.Figure):
-    """A go.Figure whose plotly objects are made the first time anything reads them.
-
-    The app never does: it sends ``plain_dict`` (explorer/state.py), so a page's twenty figures
-    skip plotly's object tree (a tenth of a new sentence's server time). Tests, export and the
-    themes read ``fig.data``, ``fig.layout``, ``fig.to_dict()``..., which make it then (once, under
-    a lock: cached figures are shared by sessions)."""
-
-    _making = threading.RLock()
-
-    def __init__(self, data=None, layout=None, *args, _lazy: bool = False, **kwargs) -> None:
-        if not _lazy:  # e.g. a copy or an unpickled figure: as go.Figure
-            super().__init__(data, layout, *args, **kwargs)
-            return
-        self._plain = (data, layout)
-        self._pending = (data, layout)
-
-    def __getattr__(self, name: str):  # only for what the instance does not have (yet)
-        if name.startswith("__") or name in ("_pending", "_plain"):
-            raise AttributeError(name)
-        with _Figure._making:
-            pending = self.__dict__.pop("_pending", None)
-            if pending is not None:
-                go.Figure.__init__(self, data=pending[0], layout=pending[1], _validate=False)
-        return object.__getattribute__(self, name)
-
-
-def _copy(x):
-    """dicts, lists and tuples copied (arrays and strings shared: nothing mutates them)."""
-    if isinstance(x, _Shared):
-        return x
-    if isinstance(x, dict):
-        return {k: _copy(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_copy(v) for v in x]
-    return x
-
-
-class _Shared(dict):
-    """A dict every figure shares as it is (plotly's deep copies included): the default template."""
-
-    def __deepcopy__(self, memo):
-        return self
-
-
-_TEMPLATES: dict[str, _Shared | None] = {}
-
-
-def _template() -> _Shared | None:
-    """The default template as plotly puts it in every figure (applying it anew is ~2 ms a figure)."""
-    import plotly.io as pio
-
-    name = str(pio.templates.default)
-    if name not in _TEMPLATES:
-        t = go.Figure().to_dict()["layout"].get("template")
-        _TEMPLATES[name] = None if t is None else _Shared(t)
-    return _TEMPLATES[name]
-
-
-_TYPED = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
-          "float32": "f4", "float64": "f8"}
-_NOT_TYPED = ("geojson", "layer", "layers", "range")  # keys plotly never turns into typed arrays
-
-
-def _typed_array(a: np.ndarray):
-    """plotly's typed-array spec for a numeric array ({"dtype", "bdata"[, "shape"]}, 64-bit ints
-    narrowed as plotly does), without plotly's defensive copy; other arrays as they are."""
-    if a.size == 0:
-        return a
-    if a.dtype == np.int64:
-        lo, hi = a.min(), a.max()
-        for t in (np.int8, np.int16, np.int32):
-            if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
-                a = a.astype(t)
-                break
-        else:
-            return a
-    code = _TYPED.get(a.dtype.name)
-    if code is None or a.dtype.byteorder == ">":
-        return a
-    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(a)).decode("ascii")}
-    if a.ndim > 1:
-        spec["shape"] = str(a.shape)[1:-1]
-    return spec
-
-
-def _to_base64(obj) -> None:
-    """plotly's convert_to_base64 (numpy arrays -> typed arrays, in place) for our plain dicts."""
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if k in _NOT_TYPED:
-                continue
-            if isinstance(v, np.ndarray):
-                obj[k] = _typed_array(v)
-            else:
-                _to_base64(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            _to_base64(v)
-
-
-def plain_dict(fig: go.Figure) -> dict:
-    """``fig.to_dict()`` (what st.plotly_chart sends): for figures from ``make_figure``, made from the
-    plain dicts they were built from (a shallow structural copy instead of a deep copy of plotly's
-    objects; numpy arrays become plotly's base64 typed arrays, as in ``to_dict``)."""
-    plain = getattr(fig, "_plain", None)
-    if plain is None:
-        return fig.to_dict()
-    out = {"data": _copy(plain[0]), "layout": _copy(plain[1])}
-    template = out["layout"].pop("template", None)
-    _to_base64(out)
-    if template is not None:
-        out["layout"]["template"] = template
-    return out
+    return fastpath.make_figure(traces, lay)
 
 
 def masked_markers(mask_blocked: np.ndarray, *, xaxis: str = "x", yaxis: str = "y",

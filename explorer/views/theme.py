@@ -15,13 +15,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale, hex_to_rgb, unlabel_rgb
 
-# Noto Sans CJK KR (Debian: fonts-noto-cjk) has both Hangul and Latin glyphs; the rest are fallbacks
-# for machines (macOS, Windows) that open an SVG without it.
-FONT_FAMILY = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", "DejaVu Sans", sans-serif'
-CJK_FONT = "Noto Sans CJK KR"
-
-# Okabe & Ito (2008), safe for every common colour-vision deficiency.
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+from .style import FONT, OKABE_ITO
 
 
 @dataclass(frozen=True)
@@ -106,7 +100,7 @@ def _safe_scale(scale, *, diverging_hint: bool):
 
 
 def _font(size: int | None = None, colour: str | None = None) -> dict:
-    font: dict = {"family": FONT_FAMILY}
+    font: dict = {"family": FONT}
     if size:
         font["size"] = size
     if colour:
@@ -120,11 +114,11 @@ def apply_theme(fig: go.Figure, name: str = DEFAULT_THEME) -> go.Figure:
     out = go.Figure(fig)
     ink = "#111111" if theme.light else None
     base = out.layout.font.size or 12
-    out.update_layout(font=_font(theme.font_size, ink), hoverlabel_font_family=FONT_FAMILY)
+    out.update_layout(font=_font(theme.font_size, ink), hoverlabel_font_family=FONT)
     if theme.light:
         # the plot background stays what the figure chose: masked cells show it as their colour
         out.update_layout(template="plotly_white", paper_bgcolor="white",
-                          plot_bgcolor=out.layout.plot_bgcolor or "white", colorway=OKABE_ITO,
+                          plot_bgcolor=out.layout.plot_bgcolor or "white", colorway=list(OKABE_ITO),
                           colorscale_sequential="Cividis", colorscale_diverging="RdBu_r")
     if theme.title_size:
         out.update_layout(title_font=_font(theme.title_size, ink))
@@ -136,7 +130,7 @@ def apply_theme(fig: go.Figure, name: str = DEFAULT_THEME) -> go.Figure:
     if theme.light:
         out.update_yaxes(tickangle=0)  # horizontal row labels read best on a slide
     for ann in out.layout.annotations or ():
-        ann.font.family = FONT_FAMILY
+        ann.font.family = FONT
         if theme.text_scale != 1:
             ann.font.size = round((ann.font.size or base) * theme.text_scale)
     for trace in out.data:
@@ -160,7 +154,7 @@ def _theme_colours(holder, theme: Theme, *, diverging_hint: bool) -> None:
 def _theme_trace(trace, theme: Theme) -> None:
     props = trace.to_plotly_json()  # what the trace sets itself (not the template defaults)
     if "textfont" in trace and ("text" in props or "texttemplate" in props):
-        trace.textfont.family = FONT_FAMILY
+        trace.textfont.family = FONT
         if theme.text_scale != 1:
             trace.textfont.size = round((trace.textfont.size or 12) * theme.text_scale)
     if "colorscale" in trace:

@@ -9,7 +9,7 @@ drawing the page never waits for chromium. Without chromium the image buttons ar
 install command is shown, and CSV downloads keep working.
 
 "Export all" puts every stage of the current selection into one ZIP. A stage that is on the page
-is exported exactly as shown (its figure is remembered by ``figure_downloads``, with the options
+is exported exactly as shown (its figure is remembered by ``remember_shown``, with the options
 the page used, e.g. the positional-encoding controls); the other stages are built with
 ``stage_figure``'s defaults.
 """
@@ -18,35 +18,15 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from dataclasses import replace
 
 import streamlit as st
 
 from explorer import export as ex
+from explorer import i18n, state
+from explorer.views import stages
 from explorer.views.theme import DEFAULT_THEME, THEME_NAMES, apply_theme
 
-LABELS = {
-    "en": {"export": "Export (slides)", "theme": "Figure theme",
-           "screen": "screen (as shown)", "presentation": "presentation (slides, 16:9)",
-           "preview": "Show the theme on the page too", "scale": "PNG scale",
-           "unavailable": "Image export is unavailable: {reason} Install with `{install}`. "
-                          "CSV downloads still work.",
-           "all": "Export all stages (ZIP)", "prepare": "Prepare ZIP",
-           "download_zip": "Download ZIP", "preparing": "{done}/{total} {what}",
-           "none": "Choose at least one format.", "failed": "Export failed: {error}",
-           "stale": "The selection changed: prepare the ZIP again.",
-           "no_cjk_font": "No Korean font is installed: Korean labels in PNG and PDF files would "
-                          "be empty boxes. Install with `{install}`."},
-    "ko": {"export": "내보내기 (슬라이드)", "theme": "그림 테마",
-           "screen": "화면 (보이는 그대로)", "presentation": "발표용 (슬라이드, 16:9)",
-           "preview": "페이지에도 테마 적용", "scale": "PNG 배율",
-           "unavailable": "이미지 내보내기를 쓸 수 없습니다: {reason} 설치: `{install}`. "
-                          "CSV 다운로드는 됩니다.",
-           "all": "모든 단계 내보내기 (ZIP)", "prepare": "ZIP 만들기",
-           "download_zip": "ZIP 다운로드", "preparing": "{done}/{total} {what}",
-           "none": "형식을 하나 이상 고르세요.", "failed": "내보내기 실패: {error}",
-           "stale": "선택이 바뀌었습니다: ZIP을 다시 만드세요.",
-           "no_cjk_font": "한글 글꼴이 없어 PNG·PDF의 한글이 빈 네모로 나옵니다. 설치: `{install}`."},
-}
 THEME_KEY, SCALE_KEY, PREVIEW_KEY = "export_theme", "export_scale", "export_preview"
 SHOWN_KEY, ZIP_KEY = "_export_shown", "_export_zip"
 _PREWARM_ENV = "ATTENTION_EXPLORER_PREWARM_EXPORT"
@@ -55,8 +35,7 @@ _prewarmed = False
 
 
 def _t(lang: str, key: str, **kw) -> str:
-    text = LABELS.get(lang, LABELS["en"]).get(key) or LABELS["en"][key]
-    return text.format(**kw) if kw else text
+    return i18n.t(f"export.{key}", lang, **kw)
 
 
 def settings() -> dict:
@@ -88,7 +67,7 @@ def _prewarm() -> None:
 
 
 def _meta(meta: dict) -> ex.ExportMeta:
-    order = [sid for sid, _ in _stages().STAGES]
+    order = stages.STAGE_IDS
     stage = meta.get("stage", "figure")
     return ex.ExportMeta(model=str(meta.get("model", "")), sentence=int(meta.get("sentence", 0)),
                          text=str(meta.get("text", "")), block=str(meta.get("block", "")),
@@ -97,16 +76,8 @@ def _meta(meta: dict) -> ex.ExportMeta:
                          stage_index=order.index(stage) + 1 if stage in order else None)
 
 
-def _stages():
-    from explorer.views import stages
-
-    return stages
-
-
 def _ident(sel, lang: str, model: str, text: str) -> str:
     """Which selection a figure belongs to (the one-cell query/key aside)."""
-    from dataclasses import replace
-
     return hashlib.sha1(repr((replace(sel, query=0, key=0), lang, model, text)).encode()
                         ).hexdigest()[:16]
 
@@ -117,6 +88,16 @@ def display_figure(fig):
     """The figure to draw on the page: themed when the user asked for a preview."""
     s = settings()
     return apply_theme(fig, s["theme"]) if s["preview"] else fig
+
+
+def remember_shown(fig, df, meta: dict) -> None:
+    """Remember a figure as the page shows it, for "Export all" (exactly what the page shows)."""
+    sel = meta.get("selection")
+    if sel is None:
+        return
+    em = _meta(meta)
+    shown = st.session_state.setdefault(SHOWN_KEY, {})
+    shown[em.stage] = (_ident(sel, meta.get("lang", "en"), em.model, em.text), fig, df)
 
 
 def figure_downloads(fig, df, meta: dict, key: str):
@@ -130,10 +111,6 @@ def figure_downloads(fig, df, meta: dict, key: str):
     s, lang = settings(), meta.get("lang", "en")
     em = _meta(meta)
     caption = meta.get("caption")
-    sel = meta.get("selection")
-    if sel is not None:  # remembered for "Export all": exactly what the page shows
-        shown = st.session_state.setdefault(SHOWN_KEY, {})
-        shown[em.stage] = (_ident(sel, lang, em.model, em.text), fig, df)
     reason = ex.unavailable_reason()
     stem = ex.file_stem(em)
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
@@ -229,13 +206,11 @@ def export_all(run, info, sel, texts: list[str], lang: str, reason) -> None:
 
 def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) -> list[ex.Item]:
     """Every stage: as last shown on the page when it was, else built with default options."""
-    from explorer import state
-
     shown = st.session_state.get(SHOWN_KEY, {})
     text = texts[sel.sentence]
     items = []
-    for sid, _titles in _stages().STAGES:
-        if not _stages().applies(sid, info):  # e.g. rotary figures for a model with learned positions
+    for sid in stages.STAGE_IDS:
+        if not stages.applies(sid, info, sel.block):  # e.g. rotary figures for a model with learned positions
             continue
         fig = df = None
         if sid in shown and shown[sid][0] == ident:

@@ -13,6 +13,14 @@ from .hooks import Cache, capture, hooks, name_hook_points
 from .tokenizer import TextTokenizer
 
 
+# the attention blocks of each kind of model, in pipeline order ("{stack}.{attn}")
+BLOCKS_OF_KIND = {
+    "encoder-decoder": ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn"),
+    "encoder": ("encoder.self_attn",),
+    "decoder": ("decoder.self_attn",),
+}
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
@@ -33,9 +41,12 @@ class ModelInfo:
         return asdict(self)
 
     @property
+    def blocks(self) -> tuple[str, ...]:
+        return BLOCKS_OF_KIND[self.kind]
+
+    @property
     def stacks(self) -> tuple[str, ...]:
-        return {"encoder-decoder": ("encoder", "decoder"), "encoder": ("encoder",),
-                "decoder": ("decoder",)}[self.kind]
+        return tuple(dict.fromkeys(b.split(".")[0] for b in self.blocks))
 
 
 @dataclass

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import strings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,21 +53,6 @@ selection = st.fixed_dictionaries({
     "sentence": st.integers(-5, 12), "layer": st.integers(-3, 999), "head": st.integers(-3, 99),
     "block": st.sampled_from(stages.BLOCKS), "query": st.integers(-2, 200), "key": st.integers(-2, 200),
 })
-
-
-def strings(obj):
-    """Every string inside a plotly figure's JSON-able dict (object arrays included)."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from strings(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from strings(v)
-    elif isinstance(obj, np.ndarray) and obj.dtype == object:
-        for v in obj.ravel():
-            yield from strings(v)
 
 
 @settings(max_examples=20, deadline=None, derandomize=True,

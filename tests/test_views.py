@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from helpers import VIEW_TEXTS, strings
 
 import model
 from explorer import i18n, inputs
@@ -20,17 +21,7 @@ from explorer.views import stages, style
 from explorer.views.data import axis_tokens, head_weights, prefix
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXTS = ["hello <b>&", "안녕하세요 여러분 🙂"]  # repeated tokens ("l", "l"), HTML, Korean, emoji
-
-
-@pytest.fixture(scope="module")
-def seed():
-    return model.load("seed", random=True)
-
-
-@pytest.fixture(scope="module")
-def run(seed):
-    return stages.run_data(seed, TEXTS)
+TEXTS = VIEW_TEXTS  # the fixtures seed and run (tests/conftest.py) ran these
 
 
 def sel(block="encoder.self_attn", sentence=0, layer=1, head=2, query=2, key=3):
@@ -75,26 +66,6 @@ def test_every_stage_builds_a_figure_and_a_table(seed, run, block):
             if df is not None:
                 df.to_csv()
                 assert df.index.is_unique, sid
-
-
-@pytest.mark.parametrize("block", stages.BLOCKS)
-def test_every_figure_is_what_validated_plotly_makes_of_it(seed, run, block):
-    """Figures are built without plotly's property validation (style.make_figure) and the app sends
-    their plain dicts (style.plain_dict): both must be exactly what validated plotly makes (a typo
-    or an invalid value would raise here), so the browser gets the same figure."""
-    import json
-
-    import plotly.io as pio
-
-    def as_json(d):
-        return json.loads(pio.to_json(d, validate=False, engine="json"))
-
-    for sid, _ in stages.STAGES:
-        for s in (sel(block, sentence=1), sel(block, sentence=0, layer=0, head=0)):
-            fig, _ = stages.stage_figure(sid, run, seed.info, s, lang="ko")
-            plain = style.plain_dict(fig)
-            assert as_json(plain) == as_json(go.Figure(plain).to_dict()), sid
-            assert as_json(plain) == as_json(fig.to_dict()), sid
 
 
 def test_works_from_a_model_cache_too_and_says_when_weights_are_missing(seed):
@@ -263,34 +234,20 @@ def test_escape_and_visible_helpers():
     assert style.visible("안녕🙂") == "안녕🙂"
 
 
-def _strings(obj):
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _strings(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _strings(v)
-    elif isinstance(obj, np.ndarray) and obj.dtype == object:
-        for v in obj.ravel():
-            yield from _strings(v)
-
-
 def test_user_html_never_reaches_a_figure_unescaped(seed):
     evil = ["<b>x</b><script>alert(1)</script>&", "<img src=x onerror=alert(1)>"]
     r = stages.run_data(seed, evil)
     for block in stages.BLOCKS:
         for sid, _ in stages.STAGES:
             fig, _ = stages.stage_figure(sid, r, seed.info, sel(block, query=1, key=1))
-            for s in _strings(fig.to_plotly_json()):
+            for s in strings(fig.to_plotly_json()):
                 assert "<script" not in s and "<img" not in s and "<b>x" not in s, (sid, s)
     fig, _ = stages.stage_figure("softmax", r, seed.info, sel())
     assert "&lt;" in fig.layout.xaxis.ticktext and "<" not in fig.layout.xaxis.ticktext
 
 
 def test_whole_word_tokens_are_escaped_in_ticks_and_hover():
-    fig = av.scores_figure(np.zeros((2, 2)), ["<b>", "&amp"], ["<i>x</i>", " "])
+    fig, _ = av.scores_figure(np.zeros((2, 2)), ["<b>", "&amp"], ["<i>x</i>", " "])
     assert list(fig.layout.yaxis.ticktext) == ["&lt;b&gt;", "&amp;amp"]
     assert list(fig.layout.xaxis.ticktext) == ["&lt;i&gt;x&lt;/i&gt;", "␣"]
     assert np.asarray(fig.data[0].customdata)[0, 0, 0] == "&lt;b&gt;"
@@ -400,17 +357,6 @@ def test_views_do_not_import_streamlit():
 
 
 # --- i18n and inputs ---------------------------------------------------------------------------
-
-def test_every_text_exists_in_english_and_korean():
-    for key, entry in i18n.UI.items():
-        assert entry.get("en") and entry.get("ko"), key
-    for sid, _ in stages.STAGES:
-        for lang in i18n.LANGS:
-            txt = i18n.stage_text(sid, lang)
-            assert txt["title"] and txt["explain"] and txt["formula"]
-    assert set(i18n.FIG["en"]) == set(i18n.FIG["ko"])
-    assert i18n.t("layer", "xx") == "Layer"
-
 
 def test_sentence_and_character_limits():
     lines, notes = inputs.limit_sentences("\n".join(f"s{i}" for i in range(20)))

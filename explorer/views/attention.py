@@ -1,7 +1,8 @@
 """Views of one head's attention, stage by stage: Q/K/V, scores, masks, weights, output, one cell.
 
-Every function takes arrays and token lists (already padded to the arrays' lengths) and returns a
-plotly figure; rows are queries (top to bottom), columns are keys, at integer positions.
+Every view takes arrays and token lists (already padded to the arrays' lengths) and returns
+``(figure, table)``: the plotly figure and its numbers as a pandas DataFrame (exact values, −inf
+included). Rows are queries (top to bottom), columns are keys, at integer positions.
 """
 from __future__ import annotations
 
@@ -14,19 +15,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import style
-from .matrix import Grid, heatmap, token_axes
+from .matrix import Grid, heatmap, matrix_df, token_axes
 
-DEFAULT_LABELS = {
-    "query": "query", "key": "key", "dim": "dimension", "token": "token", "value": "value",
-    "score": "score", "weight": "weight", "masked": "masked", "row_sum": "Σ row",
-    "allowed": "allowed", "padding": "blocked: padding", "causal": "blocked: causal",
-    "both": "blocked: padding + causal", "mask_padding": "padding mask", "mask_causal": "causal mask",
-    "mask_combined": "combined mask", "d_model": "d_model", "d_head": "d_head",
-}
-
-
-def _lab(labels: dict | None) -> dict:
-    return {**DEFAULT_LABELS, **(labels or {})}
+_lab = style.with_labels
 
 
 def _titles(titles: Sequence[str]) -> list[str]:
@@ -37,8 +28,9 @@ def _titles(titles: Sequence[str]) -> list[str]:
 
 def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[str],
                k_tokens: Sequence[str], *, title: str = "Q, K, V", labels: dict | None = None,
-               names: Sequence[str] = ("Q", "K", "V")) -> go.Figure:
-    """Q (queries × d_head), K and V (keys × d_head) side by side, on one diverging scale."""
+               names: Sequence[str] = ("Q", "K", "V")) -> tuple[go.Figure, pd.DataFrame]:
+    """Q (queries × d_head), K and V (keys × d_head) side by side, on one diverging scale; the
+    table has Q's rows, then K's, then V's (cross-attention: other lengths)."""
     L = _lab(labels)
     g = Grid(cols=3, titles=_titles(names), hspace=0.09)
     traces = []
@@ -47,14 +39,22 @@ def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[s
                           name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
         x, y = token_axes(rows=toks, cols=None, n_rows=m.shape[0], n_cols=m.shape[1], col_title=L["dim"])
         g.axes(0, c, x=x, y=y)
-    return g.figure(traces, title=title, height=max(360, 60 + 18 * max(q.shape[0], k.shape[0])),
-                    coloraxis=style.scores_axis(style.symmetric_range(q, k, v)))
+    fig = g.figure(traces, title=title, height=max(360, 60 + 18 * max(q.shape[0], k.shape[0])),
+                   coloraxis=style.scores_axis(style.symmetric_range(q, k, v)))
+    parts = []
+    for name, m, toks in zip(names, (q, k, v), (q_tokens, k_tokens, k_tokens)):
+        part = matrix_df(m, toks, None, row_name=L["position"], col_name=L["dim"])
+        part.insert(0, L["matrix"], name)
+        part.index = pd.Index([f"{name} {i}" for i in part.index], name=L["position"], dtype=object)
+        parts.append(part)
+    return fig, pd.concat(parts, axis=0)
 
 
 def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: str = "W_Q, W_K, W_V",
                    labels: dict | None = None,
-                   names: Sequence[str] = ("W_Q", "W_K", "W_V")) -> go.Figure:
-    """The head's slices of the projections, each d_model × d_head (x · W orientation)."""
+                   names: Sequence[str] = ("W_Q", "W_K", "W_V")) -> tuple[go.Figure, pd.DataFrame]:
+    """The head's slices of the projections, each d_model × d_head (x · W orientation); the table
+    has one row per d_model dimension and the three matrices' columns side by side."""
     L = _lab(labels)
     g = Grid(cols=3, titles=_titles(names), hspace=0.08)
     traces = []
@@ -64,8 +64,12 @@ def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: 
         x, y = token_axes(rows=None, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
                           row_title=L["d_model"] if c == 0 else "", col_title=L["d_head"])
         g.axes(0, c, x=x, y=y)
-    return g.figure(traces, title=title, height=560,
-                    coloraxis=style.scores_axis(style.symmetric_range(w_q, w_k, w_v)))
+    fig = g.figure(traces, title=title, height=560,
+                   coloraxis=style.scores_axis(style.symmetric_range(w_q, w_k, w_v)))
+    df = pd.concat([pd.DataFrame(m, columns=[f"{n}:{i}" for i in range(m.shape[1])])
+                    for n, m in zip(names, (w_q, w_k, w_v))], axis=1)
+    df.index.name = L["d_model"]
+    return fig, df
 
 
 # --- scores, masks, weights ------------------------------------------------------------------
@@ -73,7 +77,7 @@ def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: 
 def scores_figure(scores: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
                   title: str = "scores", labels: dict | None = None, value_name: str = "score",
                   zmax: float | None = None, blocked: np.ndarray | None = None,
-                  blocked_cell: str = "−∞") -> go.Figure:
+                  blocked_cell: str = "−∞") -> tuple[go.Figure, pd.DataFrame]:
     """A query × key matrix of scores on the diverging scale; ``blocked`` cells shown as masked."""
     L = _lab(labels)
     g = Grid()
@@ -83,8 +87,9 @@ def scores_figure(scores: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequenc
     x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=scores.shape[0], n_cols=scores.shape[1],
                       row_title=L["query"], col_title=L["key"])
     g.axes(0, 0, x=x, y=y)
-    return g.figure(traces, title=title, height=_square_height(scores.shape[0]),
-                    coloraxis=style.scores_axis(zmax or style.symmetric_range(scores), value_name))
+    fig = g.figure(traces, title=title, height=_square_height(scores.shape[0]),
+                   coloraxis=style.scores_axis(zmax or style.symmetric_range(scores), value_name))
+    return fig, matrix_df(scores, q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
 
 
 def _square_height(n: int) -> int:
@@ -104,8 +109,8 @@ def mask_categories(allowed: np.ndarray, n_real_keys: int, causal: bool) -> np.n
     return cat
 
 
-def _mask_scale(values: Sequence[int]) -> list:
-    """A discrete colour scale for the mask categories present in ``values`` (0..3)."""
+def _mask_scale() -> list:
+    """A discrete colour scale for the four mask categories (0..3)."""
     stops = []
     n = 4
     for i in range(n):
@@ -115,8 +120,9 @@ def _mask_scale(values: Sequence[int]) -> list:
 
 def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
                 n_real_keys: int, causal: bool, title: str = "masks",
-                labels: dict | None = None) -> go.Figure:
-    """Padding mask, causal mask and their combination (what the model used), side by side.
+                labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """Padding mask, causal mask and their combination (what the model used), side by side; the
+    table names each cell's category.
 
     Colours (Okabe–Ito): light = allowed, orange = padding, blue = causal, vermillion = both.
     """
@@ -147,7 +153,7 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
         cells = np.where(cat == 0, "✓", "×") if small else None
         traces.append(style.trace(
             "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(range(4)), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
+            colorscale=_mask_scale(), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
             colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
@@ -157,13 +163,16 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
         y["showticklabels"] = c == 0  # the same rows in every panel: label them once
         g.axes(0, c, x=x, y=y)
-    return g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
+    fig = g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
+    words = np.array([L[k] for k in ("allowed", "cat_padding", "cat_causal", "cat_both")], dtype=object)
+    return fig, matrix_df(words[combined], q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
 
 
 def pattern_figure(pattern: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
                    blocked: np.ndarray | None = None, title: str = "softmax weights",
-                   labels: dict | None = None) -> go.Figure:
-    """Softmax weights on the sequential scale, value on hover; the row sums (= 1) on the right."""
+                   labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """Softmax weights on the sequential scale, value on hover; the row sums (= 1) on the right
+    (and as the table's last column)."""
     L = _lab(labels)
     tq, tk = pattern.shape
     g = Grid(cols=2, col_widths=[0.9, 0.1], hspace=0.02, titles=["", style.esc(L["row_sum"])])
@@ -172,15 +181,17 @@ def pattern_figure(pattern: np.ndarray, q_tokens: Sequence[str], k_tokens: Seque
                      name=L["weight"], xaxis=g.x(0, 0), yaxis=g.y(0, 0))
     sums = pattern.sum(axis=1, keepdims=True)
     traces += heatmap(sums, rows=q_tokens, cols=[L["row_sum"]], row_name=L["query"], col_name="",
-                      value_name=L["row_sum"], name="row sums", cell_text=True, xaxis=g.x(0, 1),
+                      value_name=L["row_sum"], name=L["row_sum"], cell_text=True, xaxis=g.x(0, 1),
                       yaxis=g.y(0, 1))
     x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk, row_title=L["query"],
                       col_title=L["key"])
     g.axes(0, 0, x=x, y=y)
     g.axes(0, 1, x=dict(showticklabels=False, range=[-0.5, 0.5], showgrid=False, zeroline=False),
            y={**y, "showticklabels": False, "title": {"text": ""}, "matches": "y"})
-    return g.figure(traces, title=title, height=_square_height(tq),
-                    coloraxis=style.weights_axis(L["weight"]))
+    fig = g.figure(traces, title=title, height=_square_height(tq), coloraxis=style.weights_axis(L["weight"]))
+    df = matrix_df(pattern, q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
+    df[L["row_sum"]] = sums[:, 0]
+    return fig, df
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -188,9 +199,10 @@ def pattern_figure(pattern: np.ndarray, q_tokens: Sequence[str], k_tokens: Seque
 def z_figure(pattern: np.ndarray, v: np.ndarray, z: np.ndarray, q_tokens: Sequence[str],
              k_tokens: Sequence[str], *, blocked: np.ndarray | None = None,
              title: str = "z = weights · V", labels: dict | None = None,
-             names: Sequence[str] = ("weights", "V", "z = weights · V")) -> go.Figure:
+             names: Sequence[str] | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """weights (q × k) · V (k × d_head) = z (q × d_head), three panels in reading order."""
     L = _lab(labels)
+    names = list(names or (L["weights"], "V", L["z"]))
     g = Grid(cols=3, titles=_titles(names), hspace=0.09, col_widths=[0.36, 0.32, 0.32])
     traces = heatmap(pattern, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=L["weight"], blocked=blocked, blocked_text=f"{L['masked']} (0)",
@@ -205,16 +217,18 @@ def z_figure(pattern: np.ndarray, v: np.ndarray, z: np.ndarray, q_tokens: Sequen
         g.axes(0, c, x=x, y=y)
     wa = style.weights_axis(L["weight"])
     wa["colorbar"].update(x=-0.12, xanchor="right")
-    return g.figure(traces, title=title, height=max(380, 80 + 20 * pattern.shape[0]),
-                    coloraxis=style.scores_axis(style.symmetric_range(v, z)), coloraxis2=wa,
-                    margin=dict(l=120))
+    fig = g.figure(traces, title=title, height=max(380, 80 + 20 * pattern.shape[0]),
+                   coloraxis=style.scores_axis(style.symmetric_range(v, z)), coloraxis2=wa,
+                   margin=dict(l=120))
+    return fig, matrix_df(z, q_tokens, None, row_name=L["query"], col_name=L["dim"])
 
 
 def head_output_figure(contribution: np.ndarray, total: np.ndarray | None, q_tokens: Sequence[str],
                        *, title: str = "after W_O", labels: dict | None = None,
-                       names: Sequence[str] = ("this head: z · W_O[head]", "all heads: hook_out")) -> go.Figure:
+                       names: Sequence[str] | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """This head's contribution z_h · W_O[h] (q × d_model), next to the sum over all heads."""
     L = _lab(labels)
+    names = list(names or (L["this_head"], L["all_heads"]))
     mats = [contribution] if total is None else [contribution, total]
     g = Grid(cols=len(mats), titles=_titles(names[: len(mats)]), hspace=0.06)
     traces = []
@@ -225,8 +239,9 @@ def head_output_figure(contribution: np.ndarray, total: np.ndarray | None, q_tok
                           col_title=L["d_model"])
         y["showticklabels"] = c == 0
         g.axes(0, c, x=x, y=y)
-    return g.figure(traces, title=title, height=max(360, 80 + 20 * contribution.shape[0]),
-                    coloraxis=style.scores_axis(style.symmetric_range(*mats)))
+    fig = g.figure(traces, title=title, height=max(360, 80 + 20 * contribution.shape[0]),
+                   coloraxis=style.scores_axis(style.symmetric_range(*mats)))
+    return fig, matrix_df(contribution, q_tokens, None, row_name=L["query"], col_name=L["d_model"])
 
 
 # --- one cell, derived -----------------------------------------------------------------------
@@ -257,7 +272,7 @@ def cell_numbers(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_r
 
 def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_row: np.ndarray,
                 pattern_row: np.ndarray, i: int, j: int, q_token: str, k_tokens: Sequence[str], *,
-                title: str = "one cell", labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame, dict]:
+                title: str = "one cell", labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """q_i, k_j and q_i⊙k_j per dimension (top); the whole row's scaled scores and softmax
     weights with key j highlighted (bottom); every number of the chain in the subtitle."""
     L = _lab(labels)
@@ -300,8 +315,8 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
                                tick0=0, dtick=0.25,
                                anchor="x2", title=dict(text=style.esc(L["weight"]))),
                    subtitle=style.esc(chain), margin=dict(t=100))
-    df = pd.DataFrame({"dim": dims, "q": q, "k": k, "q*k": nums["product"]}).set_index("dim")
-    return fig, df, nums
+    df = pd.DataFrame({L["dim"]: dims, "q": q, "k": k, "q*k": nums["product"]}).set_index(L["dim"])
+    return fig, df
 
 
 # --- all heads -------------------------------------------------------------------------------
@@ -353,7 +368,7 @@ def overview_figure(patterns: np.ndarray, n_real_q: int, *, layers: Sequence[int
     for li in layers:
         for h in range(n_heads):
             ent, dist = head_stats(patterns[li, h], n_real_q)
-            rows.append({"layer": li, "head": h, "entropy": ent, "mean_distance": dist})
+            rows.append({L["layer"]: li, L["head"]: h, L["entropy"]: ent, L["mean_distance"]: dist})
             titles.append(f"L{li} H{h}<br>H={ent:.2f} d={dist:.1f}")
     height = int(min(2400, 140 + 180 * len(layers)))
     g = Grid(rows=len(layers), cols=n_heads, titles=titles,

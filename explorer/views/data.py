@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import torch
 
-BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
+from model.base import BLOCKS_OF_KIND
+
+BLOCKS = BLOCKS_OF_KIND["encoder-decoder"]  # every block there is, in pipeline order
 PAD = "<pad>"
 TOP_K = 10
 STORED = ("hook_embed", "hook_pos_embed", "hook_q", "hook_k", "hook_v", "hook_scores",
@@ -71,8 +74,6 @@ def _top(out, kind: str, token_text) -> dict:
     """A decoder-only run's top-k next tokens (ids, probabilities, readable text)."""
     if out is None or getattr(out, "logits", None) is None or kind != "decoder":
         return {}
-    import torch
-
     logits = out.logits.detach().float()  # (B, T, V)
     top, i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (B, T, k)
     p = (top - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()  # softmax, without a (B, T, V) copy
@@ -144,9 +145,8 @@ def prefix(block: str, layer: int) -> str:
 
 
 def blocks_for(info) -> list[str]:
-    kind = info["kind"] if isinstance(info, Mapping) else info.kind
-    return {"encoder-decoder": list(BLOCKS), "encoder": ["encoder.self_attn"],
-            "decoder": ["decoder.self_attn"]}[kind]
+    """The attention blocks a model has (``ModelInfo.blocks``; ``info`` may be its dict)."""
+    return list(BLOCKS_OF_KIND[info["kind"] if isinstance(info, Mapping) else info.kind])
 
 
 def layers_for(info, block: str) -> int:
@@ -177,13 +177,27 @@ def axis_tokens(run: RunData, block: str, sentence: int, layer: int = 0) -> tupl
     return padded(q, tq), padded(k, tk), min(len(q), tq), min(len(k), tk)
 
 
+def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
+    """The K/V head a query head reads under grouped-query attention: h // (n_heads // n_kv_heads)
+    (model/attention.py repeats each K/V head for that many consecutive query heads)."""
+    return int(head) // max(1, int(n_heads) // max(1, int(n_kv_heads)))
+
+
+def kv_groups(n_heads: int, n_kv_heads: int) -> list[list[int]]:
+    """For each K/V head, the query heads that share it."""
+    groups: list[list[int]] = [[] for _ in range(max(1, int(n_kv_heads)))]
+    for h in range(int(n_heads)):
+        groups[kv_head_of(h, n_heads, n_kv_heads)].append(h)
+    return groups
+
+
 def head_weights(weights: Mapping[str, np.ndarray], p: str, head: int, n_heads: int,
                  d_head: int) -> dict[str, np.ndarray]:
     """This head's slices: W_Q, W_K, W_V as (d_model, d_head) (x·W orientation) and
     W_O as (d_head, d_model) (z·W orientation). K/V follow grouped-query sharing."""
     wq = weights[f"{p}.W_Q"]
     n_kv = weights[f"{p}.W_K"].shape[0] // d_head
-    kv = head // max(1, n_heads // max(1, n_kv))
+    kv = kv_head_of(head, n_heads, n_kv)
     q_rows = slice(head * d_head, (head + 1) * d_head)
     kv_rows = slice(kv * d_head, (kv + 1) * d_head)
     out = {

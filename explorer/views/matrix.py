@@ -81,7 +81,7 @@ def heatmap(
         yaxis=yaxis,
     )]
     if blocked is not None and not (cell_text and blocked_cell):  # the cell's "−∞" says it already
-        marks = style.masked_markers(blocked, name=f"{name} masked", xaxis=xaxis, yaxis=yaxis)
+        marks = style.masked_markers(blocked, name=f"{name} ×", xaxis=xaxis, yaxis=yaxis)
         if marks is not None:
             traces.append(marks)
     return traces

@@ -16,13 +16,7 @@ from model.positional import rotary_score_by_distance, sinusoidal
 from . import style
 from .matrix import Grid, heatmap, matrix_df, token_axes
 
-DEFAULT_LABELS = {"position": "position", "dim": "dimension", "value": "value",
-                  "similarity": "PE·PE", "embedding": "embedding", "encoding": "positional encoding",
-                  "sum": "sum (enters the first block)", "distance": "distance m − n", "score": "score"}
-
-
-def _lab(labels: dict | None) -> dict:
-    return {**DEFAULT_LABELS, **(labels or {})}
+_lab = style.with_labels
 
 
 def sinusoidal_table(n_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
@@ -68,7 +62,7 @@ def pe_curves(n_positions: int, d_model: int, base: float = 10000.0, dims: Seque
         y = np.sin(x * freq) if d % 2 == 0 else np.cos(x * freq)
         colour = style.LINE_COLOURS[idx % len(style.LINE_COLOURS)]
         fn = "sin" if d % 2 == 0 else "cos"
-        name = f"dim {d}: {fn}(pos / {base:g}^({i2}/{d_model}))"
+        name = f"{L['dim_short']} {d}: {fn}(pos / {base:g}^({i2}/{d_model}))"
         traces.append(style.trace("scatter", x=x, y=y, mode="lines", name=style.esc(name), legendgroup=str(d),
                                  line=dict(color=colour, dash="solid" if d % 2 == 0 else "dash"),
                                  hoverinfo="skip"))
@@ -76,15 +70,15 @@ def pe_curves(n_positions: int, d_model: int, base: float = 10000.0, dims: Seque
         hover = hover + [""] * (n - len(hover))
         traces.append(style.trace("scatter", x=list(range(n)), y=pe[:, d], mode="markers", legendgroup=str(d),
                                  showlegend=False, marker=dict(color=colour, size=8),
-                                 customdata=hover, name=f"dim {d}",
+                                 customdata=hover, name=f"{L['dim_short']} {d}",
                                  hovertemplate=(f"{style.esc(L['position'])} %{{x}} %{{customdata}}<br>"
-                                                f"dim {d} = %{{y:.4f}}<extra></extra>")))
+                                                f"{style.esc(L['dim_short'])} {d} = %{{y:.4f}}<extra></extra>")))
     ax = style.token_axis(tokens[:n], L["position"]) if tokens is not None else style.index_axis(n, L["position"])
     fig = style.make_figure(traces, dict(xaxis=ax, yaxis=dict(range=[-1.1, 1.1], title=dict(text=style.esc(L["value"]))),
                                          plot_bgcolor="white", legend=dict(orientation="h", y=-0.25)),
                             title=title, height=440)
     df = pd.DataFrame(pe[:, dims], index=pd.Index(range(n), name=L["position"]),
-                      columns=[f"dim {d}" for d in dims])
+                      columns=[f"{L['dim_short']} {d}" for d in dims])
     return fig, df
 
 
@@ -165,7 +159,7 @@ def pe_compare(n_positions: int, d_model: int, bases: Sequence[float] = (10000.0
     cols = {}
     for b, t in zip(bases, tables):
         for d in range(min(d_model, 8)):
-            cols[f"n={b:g} dim {d}"] = t[:, d]
+            cols[f"n={b:g} {L['dim_short']} {d}"] = t[:, d]
     df = pd.DataFrame(cols, index=pd.Index(range(n), name=L["position"]))
     return fig, df
 
@@ -180,4 +174,4 @@ def rotary_figure(d_head: int, base: float, max_distance: int = 64, *, title: st
     fig = style.make_figure([trace], dict(xaxis=dict(title=dict(text=style.esc(L["distance"]))),
                                           yaxis=dict(title=dict(text=style.esc(L["score"]))),
                                           plot_bgcolor="white"), title=title, height=380)
-    return fig, pd.DataFrame({"score": s}, index=pd.Index(range(len(s)), name="distance"))
+    return fig, pd.DataFrame({L["score"]: s}, index=pd.Index(range(len(s)), name=L["distance"]))

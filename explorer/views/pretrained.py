@@ -14,15 +14,10 @@ import plotly.graph_objects as go
 from model.positional import rotary_frequencies
 
 from . import style
+from .data import kv_groups, kv_head_of
 from .positional import position_similarity
 
-DEFAULT_LABELS = {"position": "position", "cosine": "cosine", "pair": "pair i", "theta": "θ_i (radians per position)",
-                  "wavelength": "wavelength 2π/θ_i (positions)", "query_head": "query head",
-                  "kv_head": "K/V head", "probability": "probability", "token": "token", "rank": "rank"}
-
-
-def _lab(labels: dict | None) -> dict:
-    return {**DEFAULT_LABELS, **(labels or {})}
+_lab = style.with_labels
 
 
 # --- learned position embeddings -------------------------------------------------------------
@@ -55,7 +50,7 @@ def rotary_frequencies_figure(d_head: int, base: float, *, title: str = "rotary 
     theta = rotary_frequencies(int(d_head), float(base)).numpy()
     i = np.arange(len(theta))
     wave = 2 * math.pi / theta
-    hover = [f"{style.esc(L['pair'])} = {k} (dims {k}, {k + d_head // 2})<br>θ = {t:.3g}<br>"
+    hover = [f"{style.esc(L['pair'])} = {k} ({style.esc(L['dims'])} {k}, {k + d_head // 2})<br>θ = {t:.3g}<br>"
              f"{style.esc(L['wavelength'])} = {w:,.1f}" for k, t, w in zip(i, theta, wave)]
     trace = style.trace("scatter", x=i, y=theta, mode="lines+markers", name="θ_i", text=hover, hoverinfo="text",
                        line=dict(color=style.LINE_COLOURS[0]))
@@ -63,25 +58,13 @@ def rotary_frequencies_figure(d_head: int, base: float, *, title: str = "rotary 
         xaxis=dict(title=dict(text=style.esc(L["pair"]))),
         yaxis=dict(type="log", title=dict(text=style.esc(L["theta"]))),
         plot_bgcolor="white"), title=title, height=380)
-    df = pd.DataFrame({"dims": [f"{k}, {k + d_head // 2}" for k in i], "theta": theta, "wavelength": wave},
-                      index=pd.Index(i, name="pair"))
+    df = pd.DataFrame({L["dims"]: [f"{k}, {k + d_head // 2}" for k in i], L["theta_col"]: theta,
+                       L["wavelength_col"]: wave},
+                      index=pd.Index(i, name=L["pair"]))
     return fig, df
 
 
 # --- grouped-query attention --------------------------------------------------------------------
-
-def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
-    """The K/V head a query head reads: h // (n_heads // n_kv_heads)."""
-    return int(head) // max(1, int(n_heads) // max(1, int(n_kv_heads)))
-
-
-def kv_groups(n_heads: int, n_kv_heads: int) -> list[list[int]]:
-    """For each K/V head, the query heads that share it."""
-    groups: list[list[int]] = [[] for _ in range(max(1, int(n_kv_heads)))]
-    for h in range(int(n_heads)):
-        groups[kv_head_of(h, n_heads, n_kv_heads)].append(h)
-    return groups
-
 
 def gqa_figure(n_heads: int, n_kv_heads: int, selected: int | None = None, *,
                title: str = "grouped-query attention", labels: dict | None = None
@@ -118,7 +101,7 @@ def gqa_figure(n_heads: int, n_kv_heads: int, selected: int | None = None, *,
         shapes=shapes, plot_bgcolor="white"), title=title, height=max(220, 120 + 50 * n_g))
     df = pd.DataFrame({
         L["kv_head"]: [kv_head_of(h, n_heads, n_kv_heads) for h in range(n_heads)],
-        "shared with": [", ".join(str(o) for o in groups[kv_head_of(h, n_heads, n_kv_heads)] if o != h) or "—"
+        L["shared_with"]: [", ".join(str(o) for o in groups[kv_head_of(h, n_heads, n_kv_heads)] if o != h) or "—"
                         for h in range(n_heads)],
     }, index=pd.Index(range(n_heads), name=L["query_head"]))
     return fig, df

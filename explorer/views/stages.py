@@ -1,11 +1,18 @@
-"""The pipeline's stages as (figure, table) pairs: the one contract shared by the app and export.
+"""The pipeline's stages: one registry, the one contract shared by the app, the figure memo, export,
+the exporter's ``--stages`` and the tests.
 
     from explorer.views import stages
     run = stages.run_data(m, ["hello world", "안녕하세요"])      # or a model.Cache from run_with_cache
     sel = stages.Selection(model="seed", sentence=0, layer=0, head=1, block="encoder.self_attn")
-    for stage_id, titles in stages.STAGES:
+    for stage_id in stages.STAGE_IDS:
         fig, df = stages.stage_figure(stage_id, run, m.info, sel, lang="ko")
     stages.caption("seed", "hello world", sel, "softmax")
+
+A stage is one record (``Stage``), declared with ``@stage(...)`` on its builder: its id, its section
+of the page, its formula, which models and blocks it applies to, whether it changes with the
+layer and head, the controls it takes, and a note derived from the model. Its words are the
+catalogue's ``stage.{id}.title`` and ``stage.{id}.explain`` (explorer/i18n.py). Adding a stage is
+one record, one builder and its words in both languages.
 
 ``cache`` may be a ``RunData`` (what the app caches; ``run_data`` includes the weights) or a
 ``model.Cache``. The stages "weights" and "out" need the projection weights: they come from
@@ -16,8 +23,7 @@ Out-of-range selections are clipped (never an exception); unknown stage ids rais
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,19 +31,19 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from explorer import i18n
+from explorer.inputs import clip
 
 from . import attention as av
 from . import positional as pv
 from . import pretrained as pt
 from . import style
 from . import tokens as tv
-from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache, head_weights,
-                   layers_for, prefix, run_data, stack_of, stack_tokens, weights_of)
-from .matrix import matrix_df
+from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache, head_weights, kv_groups,
+                   kv_head_of, layers_for, prefix, run_data, stack_of, stack_tokens, weights_of)
 
-__all__ = ["Selection", "BLOCKS", "blocks_for", "layers_for", "STAGES", "stage_figure", "caption",
-           "clip_selection", "run_data", "from_cache", "weights_of", "RunData", "SECTIONS", "applies",
-           "kv_head_note"]
+__all__ = ["Selection", "Stage", "REGISTRY", "STAGE_IDS", "STAGES", "SECTIONS", "BLOCKS", "blocks_for",
+           "layers_for", "stage_figure", "stage_title", "stage_note", "caption", "clip_selection", "run_data",
+           "from_cache", "weights_of", "RunData", "applies", "kv_head_note", "cell_numbers", "overview_layers"]
 
 
 @dataclass(frozen=True)
@@ -51,50 +57,52 @@ class Selection:
     key: int = 0
 
 
-STAGE_IDS = ("tokens", "embedding", "pe_heatmap", "pe_learned_sim", "rope_freqs", "rope_distance",
-             "pe_curves", "pe_similarity", "pe_compare", "gqa", "weights", "qkv", "qk", "scaled", "mask",
-             "masked", "softmax", "z", "out", "next_token", "cell", "overview")
-STAGES: list[tuple[str, dict[str, str]]] = [
-    (sid, dict(i18n.STAGE_TEXT[sid]["title"])) for sid in STAGE_IDS
-]
-# how the app groups the stages into sections (pipeline order kept)
-SECTIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("tokens", ("tokens",)),
-    ("position", ("embedding", "pe_heatmap", "pe_learned_sim", "rope_freqs", "rope_distance",
-                  "pe_curves", "pe_similarity", "pe_compare")),
-    ("qkv", ("gqa", "weights", "qkv")),
-    ("scores", ("qk", "scaled", "mask", "masked", "softmax")),
-    ("output", ("z", "out", "next_token")),
-    ("cell", ("cell",)),
-    ("overview", ("overview",)),
-]
-OVERVIEW_MAX_LAYERS = 12
+Builder = Callable[["_Ctx", str, dict], tuple[go.Figure, "pd.DataFrame | None"]]
 
 
-def applies(stage_id: str, info) -> bool:
-    """Whether a stage means something for this model (the app and export show only those; others
-    return a figure that says what they are for)."""
-    inf = _info(info)
-    if stage_id == "pe_learned_sim":
-        return inf.get("positional") == "learned"
-    if stage_id in ("rope_freqs", "rope_distance"):
-        return inf.get("positional") == "rotary"
-    if stage_id == "gqa":
-        return int(inf.get("n_kv_heads") or inf["n_heads"]) < int(inf["n_heads"])
-    if stage_id == "next_token":
-        return inf.get("kind") == "decoder"
+def _always(info: dict) -> bool:
     return True
 
 
-def kv_head_note(info, head: int, lang: str = "en") -> str | None:
-    """"Head h reads K/V head g (shared with heads ...)" under grouped-query attention, else None."""
-    inf = _info(info)
-    n, n_kv = int(inf["n_heads"]), int(inf.get("n_kv_heads") or inf["n_heads"])
-    if n_kv >= n:
-        return None
-    g = pt.kv_head_of(head, n, n_kv)
-    others = ", ".join(str(h) for h in pt.kv_groups(n, n_kv)[g] if h != head) or "—"
-    return i18n.t("kv_head_note", lang, h=head, g=g, others=others)
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline. ``per_head``: its figure changes with the layer and the head (the
+    figure memo keys on them only then); ``per_cell``: with the one-cell query and key too.
+    ``blocks``: the attention blocks it is for (None: every block the model has). ``controls``: the
+    name of a group of controls the app draws around it. ``note``: a sentence about the model on
+    screen, shown under the figure."""
+
+    id: str
+    section: str
+    build: Builder
+    formula: str
+    applies: Callable[[dict], bool] = _always
+    blocks: tuple[str, ...] | None = None
+    per_head: bool = True
+    per_cell: bool = False
+    controls: str | None = None
+    note: Callable[["_Ctx"], str | None] | None = None
+
+    def title(self, lang: str = "en") -> str:
+        return i18n.t(f"stage.{self.id}.title", lang)
+
+    def explain(self, lang: str = "en") -> str:
+        return i18n.t(f"stage.{self.id}.explain", lang)
+
+
+REGISTRY: dict[str, Stage] = {}
+
+
+def stage(stage_id: str, *, section: str, formula: str, **record) -> Callable[[Builder], Builder]:
+    """Register the decorated builder as stage ``stage_id`` (see ``Stage`` for ``record``)."""
+
+    def register(build: Builder) -> Builder:
+        if stage_id in REGISTRY:
+            raise ValueError(f"stage {stage_id!r} is registered twice")
+        REGISTRY[stage_id] = Stage(stage_id, section, build, formula, **record)
+        return build
+
+    return register
 
 
 def _info(info) -> dict:
@@ -103,8 +111,22 @@ def _info(info) -> dict:
     return info.as_dict() if hasattr(info, "as_dict") else dict(vars(info))
 
 
-def _clip(x: int, hi: int) -> int:
-    return int(min(max(int(x), 0), max(hi - 1, 0)))
+def applies(stage_id: str, info, block: str | None = None) -> bool:
+    """Whether a stage means something for this model (and block): the app and export show only
+    those; called anyway, the others return a figure that says what they are for."""
+    s = REGISTRY[stage_id]
+    return s.applies(_info(info)) and (block is None or s.blocks is None or block in s.blocks)
+
+
+def kv_head_note(info, head: int, lang: str = "en") -> str | None:
+    """"Head h reads K/V head g (shared with heads ...)" under grouped-query attention, else None."""
+    inf = _info(info)
+    n, n_kv = int(inf["n_heads"]), int(inf.get("n_kv_heads") or inf["n_heads"])
+    if n_kv >= n:
+        return None
+    g = kv_head_of(head, n, n_kv)
+    others = ", ".join(str(h) for h in kv_groups(n, n_kv)[g] if h != head) or "—"
+    return i18n.t("kv_head_note", lang, h=head, g=g, others=others)
 
 
 def clip_selection(sel: Selection, run: RunData, info) -> Selection:
@@ -112,12 +134,10 @@ def clip_selection(sel: Selection, run: RunData, info) -> Selection:
     inf = _info(info)
     blocks = blocks_for(inf)
     block = sel.block if sel.block in blocks else blocks[0]
-    sentence = _clip(sel.sentence, run.n_sentences)
-    layer = _clip(sel.layer, layers_for(inf, block))
-    head = _clip(sel.head, int(inf["n_heads"]))
-    scores = run[f"{prefix(block, layer)}.hook_scores"]
-    return replace(sel, block=block, sentence=sentence, layer=layer, head=head,
-                   query=_clip(sel.query, scores.shape[-2]), key=_clip(sel.key, scores.shape[-1]))
+    scores = run[f"{prefix(block, clip(sel.layer, layers_for(inf, block)))}.hook_scores"]
+    return replace(sel, block=block, sentence=clip(sel.sentence, run.n_sentences),
+                   layer=clip(sel.layer, layers_for(inf, block)), head=clip(sel.head, int(inf["n_heads"])),
+                   query=clip(sel.query, scores.shape[-2]), key=clip(sel.key, scores.shape[-1]))
 
 
 class _Ctx:
@@ -134,11 +154,14 @@ class _Ctx:
     def t(self, name: str) -> np.ndarray:
         """This sentence's (and, for per-head hooks, this head's) slice of a hook tensor."""
         x = self.run[f"{self.p}.{name}"][self.sel.sentence]
-        if name in ("hook_out",):
+        if name == "hook_out":
             return x
         if name == "hook_mask":
             return x[0].astype(bool)
         return x[self.sel.head]
+
+    def words(self, key: str, **kw) -> str:
+        return i18n.t(key, self.lang, **kw)
 
     @property
     def weights(self) -> Mapping | None:
@@ -157,6 +180,11 @@ class _Ctx:
     def causal(self) -> bool:
         return self.sel.block == "decoder.self_attn"
 
+    @property
+    def base(self) -> float:
+        """The model's positional base n (sinusoidal) or rotary base."""
+        return float(self.info.get("positional_base") or 10000.0)
+
 
 def _notice(text: str, title: str) -> go.Figure:
     return style.make_figure([], dict(
@@ -165,25 +193,37 @@ def _notice(text: str, title: str) -> go.Figure:
         xaxis=dict(visible=False), yaxis=dict(visible=False), plot_bgcolor="white"), title=title, height=240)
 
 
-# --- the stages ------------------------------------------------------------------------------
+def _not_for(c: _Ctx, title: str, needs: str):
+    return _notice(c.words("not_for_model", what=c.words(needs)), title), None
 
+
+def _learned(info: dict) -> bool:
+    return info.get("positional") == "learned"
+
+
+def _rotary_model(info: dict) -> bool:
+    return info.get("positional") == "rotary"
+
+
+# --- tokens and positions ---------------------------------------------------------------------
+
+SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "<|endoftext|>",
+                  "<|im_start|>", "<|im_end|>")
+
+
+@stage("tokens", section="tokens", per_head=False, formula=r"\text{text} \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\}")
 def _tokens(c: _Ctx, title: str, opts: dict):
     run, s = c.run, c.sel.sentence
     stack = "encoder" if c.sel.block.endswith("cross_attn") else c.stack
     batch = [stack_tokens(run, stack, i) for i in range(run.n_sentences)]
-    length = run[f"{prefix(c.sel.block, c.sel.layer)}.hook_k"].shape[-2] if stack == "encoder" else None
-    specials = {"<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "<|endoftext|>",
-                "<|im_start|>", "<|im_end|>"}
-    fig, _batch_df = tv.batch_figure(batch, specials=sorted(specials), length=length, selected=s,
-                                     title=title, row_name=c.L["sentence"], col_name=c.L["position"],
-                                     pad_name=c.L["pad"])
+    length = run[f"{c.p}.hook_k"].shape[-2] if stack == "encoder" else None
     if stack == "decoder" and run.kind == "encoder-decoder":
-        ids = run.decoder_token_ids[s]
-        df = tv.tokens_table(batch[s], ids, [(0, 0)] * len(ids))
+        ids, offsets, text = run.decoder_token_ids[s], None, ""
     else:
+        ids, offsets = run.token_ids[s], run.offsets[s]
         text = run.texts[s] if s < len(run.texts) else ""
-        df = tv.tokens_table(run.tokens[s], run.token_ids[s], run.offsets[s], text)
-    return fig, df
+    return tv.batch_figure(batch, specials=SPECIAL_TOKENS, length=length, selected=s, title=title, labels=c.L,
+                           ids=ids, offsets=offsets, text=text)
 
 
 def _pe(c: _Ctx) -> np.ndarray | None:
@@ -194,27 +234,26 @@ def _pe(c: _Ctx) -> np.ndarray | None:
     return pe[c.sel.sentence if pe.shape[0] > 1 else 0]
 
 
-def _stack_tokens_padded(c: _Ctx) -> list[str]:
-    return c.q_tokens
-
-
-def _base(c: _Ctx) -> float:
-    return float(c.info.get("positional_base") or 10000.0)
-
-
+@stage("embedding", section="position", per_head=False, formula=r"x_i = E[t_i]\,\sqrt{d_{model}} + PE_i")
 def _embedding(c: _Ctx, title: str, opts: dict):
     emb = c.run[f"{c.stack}.hook_embed"][c.sel.sentence]
     pe = _pe(c)
-    toks = c.q_tokens[: emb.shape[0]]
-    return pv.embedding_sum(emb, pe, toks, title=title, labels=c.L,
-                            names=(c.L["embedding"], c.L["encoding"], c.L["sum"]))
+    return pv.embedding_sum(emb, pe, c.q_tokens[: emb.shape[0]], title=title, labels=c.L)
 
 
 def _rotary(c: _Ctx, title: str):
-    return pv.rotary_figure(c.d_head, _base(c), max(16, len(c.q_tokens)), title=f"{title} — rotary (RoPE)",
+    return pv.rotary_figure(c.d_head, c.base, max(16, len(c.q_tokens)), title=f"{title} (RoPE)",
                             labels=c.L)
 
 
+def _sinusoidal_note(c: _Ctx) -> str | None:
+    if c.info.get("positional") != "sinusoidal":
+        return None
+    return c.words("pe_model_note", n=f"{c.base:g}", d=c.info["d_model"])
+
+
+@stage("pe_heatmap", section="position", per_head=False, applies=lambda i: not _rotary_model(i),
+       note=_sinusoidal_note, formula=r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{n^{2i/d_{model}}}\right)")
 def _pe_heatmap(c: _Ctx, title: str, opts: dict):
     pe = _pe(c)
     if pe is None:
@@ -222,22 +261,59 @@ def _pe_heatmap(c: _Ctx, title: str, opts: dict):
     return pv.pe_heatmap(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
 
 
+def _learned_note(c: _Ctx) -> str | None:
+    pe = _pe(c)
+    return None if pe is None else c.words("pe_learned_note", n=pe.shape[0])
+
+
+@stage("pe_learned_sim", section="position", per_head=False, applies=_learned, note=_learned_note,
+       formula=r"\cos(P_m, P_n) = \frac{P_m \cdot P_n}{\lVert P_m\rVert\,\lVert P_n\rVert}")
+def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
+    pe = _pe(c)
+    if pe is None or not _learned(c.info):
+        return _not_for(c, title, "needs.learned")
+    return pt.learned_similarity(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
+
+
+@stage("rope_freqs", section="position", per_head=False, applies=_rotary_model,
+       formula=r"\theta_i = \text{base}^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
+def _rope_freqs(c: _Ctx, title: str, opts: dict):
+    if not _rotary_model(c.info):
+        return _not_for(c, title, "needs.rotary")
+    return pt.rotary_frequencies_figure(c.d_head, c.base, title=f"{title} ({c.L['base']} {c.base:g}, d_head {c.d_head})",
+                                        labels=c.L)
+
+
+def _rotary_note(c: _Ctx) -> str | None:
+    return c.words("pe_rotary_note", n=f"{c.base:g}", d=c.d_head)
+
+
+@stage("rope_distance", section="position", per_head=False, applies=_rotary_model, note=_rotary_note,
+       formula=r"(R_m q)\cdot(R_n k) = q^\top R_{n-m}\, k")
+def _rope_distance(c: _Ctx, title: str, opts: dict):
+    if not _rotary_model(c.info):
+        return _not_for(c, title, "needs.rotary")
+    return pv.rotary_figure(c.d_head, c.base, max(64, len(c.q_tokens)), title=title, labels=c.L)
+
+
 def _pe_params(c: _Ctx, opts: dict) -> tuple[int, int, float, list[str] | None]:
     n_tok = len(c.q_tokens)
     n = int(opts.get("pe_positions") or n_tok)
     d = int(opts.get("pe_d_model") or c.info["d_model"])
-    base = float(opts.get("pe_base") or _base(c))
+    base = float(opts.get("pe_base") or c.base)
     toks = c.q_tokens if n == n_tok else None
     return n, d, base, toks
 
 
+@stage("pe_curves", section="position", per_head=False, controls="pe", formula=r"\omega_i = \frac{1}{n^{2i/d_{model}}},\qquad PE_{pos} = \big(\sin(\omega_0 pos), \cos(\omega_0 pos), \sin(\omega_1 pos), \dots\big)")
 def _pe_curves(c: _Ctx, title: str, opts: dict):
     n, d, base, toks = _pe_params(c, opts)
     if c.info.get("positional") != "sinusoidal" and not opts:
-        title = f"{title} (sinusoidal reference)"
+        title = f"{title} ({c.words('fig.sinusoidal_reference')})"
     return pv.pe_curves(n, d, base, opts.get("pe_dims"), toks, title=title, labels=c.L)
 
 
+@stage("pe_similarity", section="position", per_head=False, controls="pe", formula=r"PE_m \cdot PE_n = \sum_i \cos\big(\omega_i (m-n)\big)")
 def _pe_similarity(c: _Ctx, title: str, opts: dict):
     if opts.get("pe_base") or opts.get("pe_d_model") or opts.get("pe_positions") or _pe(c) is None:
         n, d, base, toks = _pe_params(c, opts)
@@ -250,48 +326,120 @@ def _pe_similarity(c: _Ctx, title: str, opts: dict):
     return pv.pe_similarity(pe, toks, title=title, labels=c.L)
 
 
+def compare_bases(info, chosen: float | None = None) -> tuple[float, float]:
+    """The two bases the comparison draws: the paper's 10000 and ``chosen`` (default: the model's own
+    base), or 10000 and 100 when that is 10000 too."""
+    other = float(chosen or _info(info).get("positional_base") or 10000.0)
+    return (10000.0, other) if other != 10000.0 else (10000.0, 100.0)
+
+
+@stage("pe_compare", section="position", per_head=False, controls="pe", formula=r"\omega_i = n^{-2i/d_{model}}\ \ (\omega_0 = 1 \text{ for every } n)")
 def _pe_compare(c: _Ctx, title: str, opts: dict):
-    n, d, _base_n, toks = _pe_params(c, opts)
-    bases = tuple(opts.get("pe_bases") or (10000.0, 100.0))
+    n, d, _, toks = _pe_params(c, opts)
+    bases = tuple(float(b) for b in (opts.get("pe_bases") or compare_bases(c.info)))
+    title = c.words("fig.pe_compare_title", bases=" · ".join(f"n = {b:g}" for b in bases))
     return pv.pe_compare(n, d, bases, toks, title=title, labels=c.L)
 
 
-def _not_for(c: _Ctx, title: str, what: dict[str, str]):
-    return _notice(i18n.t("not_for_model", c.lang, what=what[c.lang]), title), None
+# --- Q, K, V ------------------------------------------------------------------------------------
+
+def _grouped(info: dict) -> bool:
+    return int(info.get("n_kv_heads") or info["n_heads"]) < int(info["n_heads"])
 
 
-def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
-    pe = _pe(c)
-    if pe is None or c.info.get("positional") != "learned":
-        return _not_for(c, title, {"en": "learned position embeddings", "ko": "학습된 위치 임베딩"})
-    return pt.learned_similarity(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
-
-
-def _rope_freqs(c: _Ctx, title: str, opts: dict):
-    if c.info.get("positional") != "rotary":
-        return _not_for(c, title, {"en": "rotary positions", "ko": "회전 위치 인코딩"})
-    return pt.rotary_frequencies_figure(c.d_head, _base(c), title=f"{title} (base {_base(c):g}, d_head {c.d_head})",
-                                        labels=c.L)
-
-
-def _rope_distance(c: _Ctx, title: str, opts: dict):
-    if c.info.get("positional") != "rotary":
-        return _not_for(c, title, {"en": "rotary positions", "ko": "회전 위치 인코딩"})
-    return pv.rotary_figure(c.d_head, _base(c), max(64, len(c.q_tokens)), title=title, labels=c.L)
-
-
+@stage("gqa", section="qkv", applies=_grouped, formula=r"g(h) = \left\lfloor \frac{h}{n_{heads} / n_{kv}} \right\rfloor,\qquad K^{(h)} = X W_K^{(g(h))},\ V^{(h)} = X W_V^{(g(h))}")
 def _gqa(c: _Ctx, title: str, opts: dict):
     n = int(c.info["n_heads"])
     return pt.gqa_figure(n, int(c.info.get("n_kv_heads") or n), c.sel.head, title=title, labels=c.L)
 
 
+@stage("weights", section="qkv", formula=r"W_Q^{(h)},\ W_K^{(h)},\ W_V^{(h)} \in \mathbb{R}^{d_{model} \times d_{head}}")
+def _weights(c: _Ctx, title: str, opts: dict):
+    w = c.weights
+    if w is None or f"{c.p}.W_Q" not in w:
+        return _notice(c.words("no_weights_here"), title), None
+    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
+    names = ("W_Q[h]", f"W_K[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_K[h]",
+             f"W_V[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_V[h]")
+    return av.weights_figure(hw["W_Q"], hw["W_K"], hw["W_V"], title=title, labels=c.L, names=names)
+
+
+@stage("qkv", section="qkv", formula=r"Q = X W_Q^{(h)},\quad K = X W_K^{(h)},\quad V = X W_V^{(h)}")
+def _qkv(c: _Ctx, title: str, opts: dict):
+    return av.qkv_figure(c.t("hook_q"), c.t("hook_k"), c.t("hook_v"), c.q_tokens, c.k_tokens, title=title,
+                         labels=c.L)
+
+
+# --- scores, masks, weights ----------------------------------------------------------------------
+
+def _raw_scores(c: _Ctx) -> np.ndarray:
+    q, k = c.t("hook_q").astype(np.float64), c.t("hook_k").astype(np.float64)
+    return q @ k.T
+
+
+@stage("qk", section="scores", formula=r"S_{ij} = q_i \cdot k_j = \sum_{d} q_{i,d}\, k_{j,d}")
+def _qk(c: _Ctx, title: str, opts: dict):
+    return av.scores_figure(_raw_scores(c), c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k")
+
+
+@stage("scaled", section="scores", formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
+def _scaled(c: _Ctx, title: str, opts: dict):
+    zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
+    return av.scores_figure(c.t("hook_scores"), c.q_tokens, c.k_tokens, title=title, labels=c.L,
+                            value_name="q·k/√d_k", zmax=zmax)
+
+
+@stage("mask", section="scores", formula=r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{\text{padding}} \wedge \underbrace{[\,j \le i\,]}_{\text{causal}}")
+def _mask(c: _Ctx, title: str, opts: dict):
+    return av.mask_figure(c.t("hook_mask"), c.q_tokens, c.k_tokens, n_real_keys=c.n_k, causal=c.causal,
+                          title=title, labels=c.L)
+
+
+@stage("masked", section="scores", formula=r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}")
+def _masked(c: _Ctx, title: str, opts: dict):
+    ms = c.t("hook_masked_scores")
+    blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
+    return av.scores_figure(ms, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k/√d_k",
+                            blocked=blocked)
+
+
+@stage("softmax", section="scores", formula=r"A_{ij} = \frac{e^{\hat S_{ij}}}{\sum_{j'} e^{\hat S_{ij'}}},\qquad \sum_j A_{ij} = 1")
+def _softmax(c: _Ctx, title: str, opts: dict):
+    return av.pattern_figure(c.t("hook_pattern"), c.q_tokens, c.k_tokens, blocked=~c.t("hook_mask"), title=title,
+                             labels=c.L)
+
+
+# --- output ---------------------------------------------------------------------------------------
+
+@stage("z", section="output", formula=r"z_i = \sum_j A_{ij}\, v_j \qquad (Z = A V)")
+def _z(c: _Ctx, title: str, opts: dict):
+    return av.z_figure(c.t("hook_pattern"), c.t("hook_v"), c.t("hook_z"), c.q_tokens, c.k_tokens,
+                       blocked=~c.t("hook_mask"), title=title, labels=c.L)
+
+
+@stage("out", section="output", formula=r"\mathrm{MultiHead}(X) = \mathrm{Concat}(z^{(1)},\dots,z^{(H)})\,W_O = \sum_h z^{(h)} W_O^{(h)} + b_O")
+def _out(c: _Ctx, title: str, opts: dict):
+    w = c.weights
+    if w is None or f"{c.p}.W_O" not in w:
+        return _notice(c.words("no_weights_here"), title), None
+    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
+    contrib = c.t("hook_z").astype(np.float64) @ hw["W_O"].astype(np.float64)  # (q, d_model)
+    return av.head_output_figure(contrib, c.t("hook_out"), c.q_tokens, title=title, labels=c.L)
+
+
+def _decoder_only(info: dict) -> bool:
+    return info.get("kind") == "decoder"
+
+
+@stage("next_token", section="output", per_head=False, applies=_decoder_only, controls="next_position",
+       formula=r"p(t_{i+1} \mid t_{\le i}) = \mathrm{softmax}\big(h_i W_{out}^\top\big)")
 def _next_token(c: _Ctx, title: str, opts: dict):
     run = c.run
-    if run.top_ids is None or c.info.get("kind") != "decoder":
-        return _not_for(c, title, {"en": "a decoder's next-token predictions", "ko": "디코더의 다음 토큰 예측"})
+    if run.top_ids is None or not _decoder_only(c.info):
+        return _not_for(c, title, "needs.next_token")
     toks = stack_tokens(run, c.stack, c.sel.sentence)
     n_real = min(len(toks), run.top_ids.shape[1])
-    pos = n_real - 1 if opts.get("next_position") is None else _clip(opts["next_position"], n_real)
+    pos = n_real - 1 if opts.get("next_position") is None else clip(opts["next_position"], n_real)
     ids = run.top_ids[c.sel.sentence, pos]
     texts = [run.top_text.get(int(i), str(int(i))) for i in ids]
     context = "".join(toks[max(0, pos - 7): pos + 1])
@@ -300,115 +448,17 @@ def _next_token(c: _Ctx, title: str, opts: dict):
                                 labels=c.L)
 
 
-def _weights(c: _Ctx, title: str, opts: dict):
-    w = c.weights
-    if w is None or f"{c.p}.W_Q" not in w:
-        return _notice(i18n.t("no_weights_here", c.lang), title), None
-    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
-    names = ("W_Q[h]", f"W_K[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_K[h]",
-             f"W_V[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_V[h]")
-    fig = av.weights_figure(hw["W_Q"], hw["W_K"], hw["W_V"], title=title, labels=c.L, names=names)
-    df = pd.concat([pd.DataFrame(hw[k], columns=[f"{k}:{i}" for i in range(hw[k].shape[1])])
-                    for k in ("W_Q", "W_K", "W_V")], axis=1)
-    df.index.name = "d_model"
-    return fig, df
+# --- one cell, all heads ----------------------------------------------------------------------------
 
-
-def _qkv(c: _Ctx, title: str, opts: dict):
-    q, k, v = c.t("hook_q"), c.t("hook_k"), c.t("hook_v")
-    fig = av.qkv_figure(q, k, v, c.q_tokens, c.k_tokens, title=title, labels=c.L)
-    parts = []
-    for name, m, toks in (("Q", q, c.q_tokens), ("K", k, c.k_tokens), ("V", v, c.k_tokens)):
-        part = matrix_df(m, toks, None, row_name="position", col_name="dim")
-        part.insert(0, "matrix", name)
-        part.index = [f"{name} {i}" for i in part.index]
-        part.index.name = "position"
-        parts.append(part)
-    df = pd.concat(parts, axis=0)  # Q rows, then K rows, then V rows (cross-attention: other lengths)
-    return fig, df
-
-
-def _raw_scores(c: _Ctx) -> np.ndarray:
-    q, k = c.t("hook_q").astype(np.float64), c.t("hook_k").astype(np.float64)
-    return q @ k.T
-
-
-def _qk(c: _Ctx, title: str, opts: dict):
-    raw = _raw_scores(c)
-    fig = av.scores_figure(raw, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k")
-    return fig, matrix_df(raw, c.q_tokens, c.k_tokens, row_name=c.L["query"], col_name=c.L["key"])
-
-
-def _scaled(c: _Ctx, title: str, opts: dict):
-    s = c.t("hook_scores")
-    zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
-    fig = av.scores_figure(s, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k/√d_k",
-                           zmax=zmax)
-    return fig, matrix_df(s, c.q_tokens, c.k_tokens, row_name=c.L["query"], col_name=c.L["key"])
-
-
-def _mask(c: _Ctx, title: str, opts: dict):
-    allowed = c.t("hook_mask")
-    fig = av.mask_figure(allowed, c.q_tokens, c.k_tokens, n_real_keys=c.n_k, causal=c.causal,
-                         title=title, labels=c.L)
-    cat = av.mask_categories(allowed, c.n_k, c.causal)
-    names = np.array(["allowed", "padding", "causal", "padding+causal"], dtype=object)
-    return fig, matrix_df(names[cat], c.q_tokens, c.k_tokens, row_name=c.L["query"], col_name=c.L["key"])
-
-
-def _masked(c: _Ctx, title: str, opts: dict):
-    ms = c.t("hook_masked_scores")
-    blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
-    fig = av.scores_figure(ms, c.q_tokens, c.k_tokens, title=title, labels=c.L,
-                           value_name="q·k/√d_k", blocked=blocked)
-    return fig, matrix_df(ms, c.q_tokens, c.k_tokens, row_name=c.L["query"], col_name=c.L["key"])
-
-
-def _softmax(c: _Ctx, title: str, opts: dict):
-    p = c.t("hook_pattern")
-    fig = av.pattern_figure(p, c.q_tokens, c.k_tokens, blocked=~c.t("hook_mask"), title=title, labels=c.L)
-    df = matrix_df(p, c.q_tokens, c.k_tokens, row_name=c.L["query"], col_name=c.L["key"])
-    df[c.L["row_sum"]] = p.sum(axis=1)
-    return fig, df
-
-
-def _z(c: _Ctx, title: str, opts: dict):
-    p, v, z = c.t("hook_pattern"), c.t("hook_v"), c.t("hook_z")
-    fig = av.z_figure(p, v, z, c.q_tokens, c.k_tokens, blocked=~c.t("hook_mask"), title=title,
-                      labels=c.L, names=(c.L["weights"], "V", c.L["z"]))
-    return fig, matrix_df(z, c.q_tokens, None, row_name=c.L["query"], col_name=c.L["dim"])
-
-
-def _out(c: _Ctx, title: str, opts: dict):
-    w = c.weights
-    if w is None or f"{c.p}.W_O" not in w:
-        return _notice(i18n.t("no_weights_here", c.lang), title), None
-    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
-    contrib = c.t("hook_z").astype(np.float64) @ hw["W_O"].astype(np.float64)  # (q, d_model)
-    total = c.t("hook_out")
-    fig = av.head_output_figure(contrib, total, c.q_tokens, title=title, labels=c.L,
-                                names=(c.L["this_head"], c.L["all_heads"]))
-    return fig, matrix_df(contrib, c.q_tokens, None, row_name=c.L["query"], col_name=c.L["d_model"])
-
-
+@stage("cell", section="cell", per_cell=True, controls="cell", formula=r"A_{ij} = \mathrm{softmax}_j\!\left(\frac{\sum_d q_{i,d}\,k_{j,d}}{\sqrt{d_k}} + \log M_{ij}\right)")
 def _cell(c: _Ctx, title: str, opts: dict):
     i, j = c.sel.query, c.sel.key
     q, k = c.t("hook_q")[i].astype(np.float64), c.t("hook_k")[j].astype(np.float64)
-    fig, df, _nums = av.cell_figure(q, k, c.t("hook_scores")[i], c.t("hook_mask")[i], c.t("hook_pattern")[i],
-                                    i, j, c.q_tokens[i], c.k_tokens, title=title, labels=c.L)
-    return fig, df
+    return av.cell_figure(q, k, c.t("hook_scores")[i], c.t("hook_mask")[i], c.t("hook_pattern")[i],
+                          i, j, c.q_tokens[i], c.k_tokens, title=title, labels=c.L)
 
 
-def cell_numbers(cache, info, sel: Selection) -> dict:
-    """The one-cell chain as numbers (for the app's formula line)."""
-    run = as_run(cache)
-    sel = clip_selection(sel, run, info)
-    c = _Ctx(run, _info(info), sel, "en", None)
-    i, j = sel.query, sel.key
-    nums = av.cell_numbers(c.t("hook_q")[i].astype(np.float64), c.t("hook_k")[j].astype(np.float64),
-                           c.t("hook_scores")[i], c.t("hook_mask")[i], c.t("hook_pattern")[i], j)
-    nums.update(query_token=c.q_tokens[i], key_token=c.k_tokens[j], query=i, key=j)
-    return nums
+OVERVIEW_MAX_LAYERS = 12
 
 
 def overview_layers(n_layers: int, layer: int) -> list[int]:
@@ -418,27 +468,43 @@ def overview_layers(n_layers: int, layer: int) -> list[int]:
     return list(range(a, a + OVERVIEW_MAX_LAYERS))
 
 
+@stage("overview", section="overview", controls="drill", formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij},\qquad d_h = \frac{1}{T}\sum_i \sum_j A_{ij}\,|i-j|")
 def _overview(c: _Ctx, title: str, opts: dict):
     n_layers = layers_for(c.info, c.sel.block)
     stack, attn = c.sel.block.split(".")
-    layers = overview_layers(n_layers, c.sel.layer)
     pats = np.stack([c.run[f"{stack}.blocks.{li}.{attn}.hook_pattern"][c.sel.sentence] for li in range(n_layers)])
-    return av.overview_figure(pats, c.n_q, layers=layers, selected=(c.sel.layer, c.sel.head),
-                              title=title, labels=c.L)
+    return av.overview_figure(pats, c.n_q, layers=overview_layers(n_layers, c.sel.layer),
+                              selected=(c.sel.layer, c.sel.head), title=title, labels=c.L)
 
 
-_BUILDERS = {
-    "tokens": _tokens, "embedding": _embedding, "pe_heatmap": _pe_heatmap, "pe_curves": _pe_curves,
-    "pe_similarity": _pe_similarity, "pe_compare": _pe_compare, "weights": _weights, "qkv": _qkv,
-    "qk": _qk, "scaled": _scaled, "mask": _mask, "masked": _masked, "softmax": _softmax, "z": _z,
-    "out": _out, "cell": _cell, "overview": _overview, "pe_learned_sim": _pe_learned_sim,
-    "rope_freqs": _rope_freqs, "rope_distance": _rope_distance, "gqa": _gqa, "next_token": _next_token,
-}
-assert set(_BUILDERS) == set(STAGE_IDS)
+# --- what the registry gives everyone ---------------------------------------------------------------
+
+STAGE_IDS: tuple[str, ...] = tuple(REGISTRY)
+# (id, {lang: title}) in pipeline order
+STAGES: list[tuple[str, dict[str, str]]] = [(sid, {lg: s.title(lg) for lg in i18n.LANGS})
+                                            for sid, s in REGISTRY.items()]
+# the page's sections in pipeline order, each with its stages
+SECTIONS: list[tuple[str, tuple[str, ...]]] = [
+    (sec, tuple(sid for sid, s in REGISTRY.items() if s.section == sec))
+    for sec in dict.fromkeys(s.section for s in REGISTRY.values())
+]
+
+
+def _record(stage_id: str) -> Stage:
+    try:
+        return REGISTRY[stage_id]
+    except KeyError:
+        raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(STAGE_IDS)}") from None
 
 
 def stage_title(stage_id: str, lang: str = "en") -> str:
-    return i18n.stage_text(stage_id, lang)["title"]
+    return _record(stage_id).title(lang)
+
+
+def _context(cache, info, sel: Selection, lang: str, weights=None) -> _Ctx:
+    run = as_run(cache)
+    inf = _info(info)
+    return _Ctx(run, inf, clip_selection(sel, run, inf), i18n.lang_or_default(lang), weights)
 
 
 def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en", weights=None,
@@ -449,22 +515,33 @@ def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en"
     ``pe_positions``, ``pe_dims``, ``pe_bases``; and ``next_position`` (the position whose next
     token "next_token" shows; default the sentence's last real token).
     """
-    if stage_id not in _BUILDERS:
-        raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(STAGE_IDS)}")
-    run = as_run(cache)
-    inf = _info(info)
-    lang = i18n.lang_or_default(lang)
-    sel = clip_selection(sel, run, inf)
-    ctx = _Ctx(run, inf, sel, lang, weights)
+    record = _record(stage_id)
+    ctx = _context(cache, info, sel, lang, weights)
     opts = {k: v for k, v in options.items() if v is not None}
-    return _BUILDERS[stage_id](ctx, stage_title(stage_id, lang), opts)
+    return record.build(ctx, record.title(ctx.lang), opts)
+
+
+def stage_note(stage_id: str, cache, info, sel: Selection, lang: str = "en") -> str | None:
+    """The stage's sentence about the model on screen (e.g. the base n it actually used), or None."""
+    record = _record(stage_id)
+    return None if record.note is None else record.note(_context(cache, info, sel, lang))
+
+
+def cell_numbers(cache, info, sel: Selection) -> dict:
+    """The one-cell chain as numbers (for the app's formula line)."""
+    c = _context(cache, info, sel, "en")
+    i, j = c.sel.query, c.sel.key
+    nums = av.cell_numbers(c.t("hook_q")[i].astype(np.float64), c.t("hook_k")[j].astype(np.float64),
+                           c.t("hook_scores")[i], c.t("hook_mask")[i], c.t("hook_pattern")[i], j)
+    nums.update(query_token=c.q_tokens[i], key_token=c.k_tokens[j], query=i, key=j)
+    return nums
 
 
 def caption(model: str, text: str, sel: Selection, stage_id: str, lang: str = "en") -> str:
-    """"model · sentence · layer · head · stage" as plain text (escape it before putting it in a
-    figure: style.esc)."""
-    title = stage_title(stage_id, lang) if stage_id in _BUILDERS else stage_id
-    words = {"en": ("sentence", "layer", "head"), "ko": ("문장", "층", "헤드")}[i18n.lang_or_default(lang)]
+    """"model · sentence · block · layer · head · stage" as plain text (escape it before putting it
+    in a figure: style.esc)."""
+    L = i18n.fig_labels(lang)
+    title = stage_title(stage_id, lang) if stage_id in REGISTRY else stage_id
     block = i18n.t(f"blocks.{sel.block}", lang) if sel.block in BLOCKS else sel.block
-    return (f"{model} · {words[0]} {sel.sentence} “{style.plain_text(text, 48)}” · {block} · "
-            f"{words[1]} {sel.layer} · {words[2]} {sel.head} · {title}")
+    return (f"{model} · {L['sentence']} {sel.sentence} “{style.plain_text(text, 48)}” · {block} · "
+            f"{L['layer']} {sel.layer} · {L['head']} {sel.head} · {title}")

@@ -13,24 +13,27 @@ REAL, SPECIAL, PAD = 0, 1, 2
 BATCH_COLOURS = ("#ffffff", "#cfe3f3", style.PAD_COLOUR)
 
 
-def tokens_table(tokens: Sequence[str], ids: Sequence[int], offsets: Sequence[tuple[int, int]],
-                 text: str = "") -> pd.DataFrame:
+def _tokens_table(tokens: Sequence[str], ids: Sequence[int], offsets: Sequence[tuple[int, int]],
+                  text: str, L: dict) -> pd.DataFrame:
     """One row per token: position, token (as typed), how it is drawn, id, character span, and
     the characters of the text it covers (empty for special tokens such as </s>)."""
-    rows = []
-    for i, (tok, tid, (a, b)) in enumerate(zip(tokens, ids, offsets)):
-        rows.append({"position": i, "token": tok, "shown as": style.visible(tok), "id": int(tid),
-                     "start": int(a), "end": int(b), "text": text[a:b] if text else ""})
-    return pd.DataFrame(rows, columns=["position", "token", "shown as", "id", "start", "end", "text"]
-                        ).set_index("position")
+    cols = [L["position"], L["token"], L["shown_as"], "id", L["start"], L["end"], L["text"]]
+    rows = [(i, tok, style.visible(tok), int(tid), int(a), int(b), text[a:b] if text else "")
+            for i, (tok, tid, (a, b)) in enumerate(zip(tokens, ids, offsets))]
+    return pd.DataFrame(rows, columns=cols).set_index(L["position"])
 
 
 def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[str] = (),
                  length: int | None = None, selected: int | None = None, title: str = "padded batch",
-                 row_name: str = "sentence", col_name: str = "position", pad_name: str = "pad",
-                 pad_token: str = "<pad>") -> tuple[go.Figure, pd.DataFrame]:
-    """Sentences as rows, positions as columns; every cell shows its token; pads are grey with a
-    special tokens light blue. Returns the figure and the padded batch as a table."""
+                 labels: dict | None = None, pad_token: str = "<pad>",
+                 ids: Sequence[int] | None = None, offsets: Sequence[tuple[int, int]] | None = None,
+                 text: str = "") -> tuple[go.Figure, pd.DataFrame]:
+    """Sentences as rows, positions as columns; every cell shows its token; pads are grey,
+    special tokens light blue. The table: with ``ids`` (and ``offsets``, ``text``) of the selected
+    sentence, its tokens one per row (id, character span, the text covered); else the padded batch."""
+    L = style.with_labels(labels)
+    row_name, col_name = L["sentence"], L["position"]
+    typed = text
     n = len(batch_tokens)
     t = max([len(s) for s in batch_tokens] + [length or 0, 1])
     cat = np.full((n, t), PAD, dtype=int)
@@ -42,7 +45,7 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
             cat[r, c] = SPECIAL if tok in spec else REAL
             text[r, c] = style.token_label(tok)
             raw[r, c] = tok
-    kind = np.vectorize(lambda x: ("token", "special", style.esc(pad_name))[x])(cat).astype(object)
+    kind = np.vectorize(lambda x: style.esc((L["token"], L["special"], L["pad"])[x]))(cat).astype(object)
     custom = style.strings(np.stack([text, kind], axis=-1))
     text = style.strings(text)
     scale = []
@@ -66,6 +69,9 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
                    ticktext=[str(i) for i in range(n)], range=[n - 0.5, -0.5], showgrid=False, zeroline=False),
         shapes=shapes, plot_bgcolor="white")
     fig = style.make_figure(traces, layout, title=title, height=int(min(700, 150 + 44 * n)))
+    if ids is not None and selected is not None and 0 <= selected < n:
+        toks = batch_tokens[selected][: len(ids)]
+        return fig, _tokens_table(toks, ids, offsets or [(0, 0)] * len(ids), typed, L)
     df = pd.DataFrame(raw, index=pd.Index(list(range(n)), name=row_name),
                       columns=pd.Index(list(range(t)), name=col_name))
     return fig, df

@@ -11,7 +11,6 @@ import statistics
 import time
 from collections.abc import Callable
 
-import plotly.io as pio
 
 LONG_TEXT = (
     "Attention lets every token look at every other token of the sentence. "
@@ -125,13 +124,13 @@ def all_figures(run, info, sel) -> dict[str, int]:
     """Every stage's figure for ``sel``, serialised as the app sends it (the figure's plain dict,
     as explorer/state.py gives it to st.plotly_chart, then plotly.io.to_json with the app's JSON
     engine); {stage: JSON bytes}."""
-    from explorer.state import PLOTLY_JSON_ENGINE
-    from explorer.views import stages, style
+    from explorer import fastpath
+    from explorer.views import stages
 
     sizes = {}
-    for sid, _ in stages.STAGES:
+    for sid in stages.STAGE_IDS:
         fig, _df = stages.stage_figure(sid, run, info, sel)
-        sizes[sid] = len(pio.json.to_json_plotly(style.plain_dict(fig), engine=PLOTLY_JSON_ENGINE))
+        sizes[sid] = len(fastpath.to_json(fastpath.plain_dict(fig)))
     return sizes
 
 

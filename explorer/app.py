@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +24,7 @@ import streamlit as st
 
 from explorer import export_ui, i18n, inputs, state
 from explorer.views import stages, style
+from explorer.views.data import axis_tokens
 
 log = logging.getLogger("attention_explorer")
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -82,6 +84,7 @@ def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
     tables nobody opens were an eighth of the server's time per page."""
     st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": key}})
+    export_ui.remember_shown(fig, df, meta)
     row = export_ui.figure_downloads(fig, df, meta, key)
     if df is None:
         return
@@ -229,36 +232,30 @@ class Page:
                 "lang": self.lang, "selection": self.sel}
 
     def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, **options) -> None:
-        txt = i18n.stage_text(stage_id, self.lang)
+        record = stages.REGISTRY[stage_id]
         if explain:
-            st.subheader(txt["title"], anchor=stage_id)
-            st.markdown(txt["explain"])
-            st.latex(txt["formula"])
+            st.subheader(record.title(self.lang), anchor=stage_id)
+            st.markdown(record.explain(self.lang))
+            st.latex(record.formula)
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
                                          self.lang, **options)
+            note = stages.stage_note(stage_id, self.run, self.info, self.sel, self.lang)
         except Exception as e:  # one figure failing must not take the page down
             log.exception("stage %s failed", stage_id)
             st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
             return
         show_figure(fig, df, self.meta(stage_id), key or stage_id)
+        if note:
+            st.caption(note)
 
 
-def section_position(page: Page) -> None:
+# --- controls around stages (a stage record names its group: Stage.controls) -------------------
+
+def pe_controls(page: Page) -> dict:
+    """Base n, d_model, positions and dimensions for the positional-encoding figures."""
     info = page.info
-    page.stage("embedding")
     base = float(info.positional_base or 10000.0)
-    if info.positional == "rotary":
-        page.stage("rope_freqs")
-        page.stage("rope_distance")
-        st.caption(t("pe_rotary_note", n=f"{base:g}", d=info.d_head))
-    else:
-        page.stage("pe_heatmap")
-    if info.positional == "learned":
-        page.stage("pe_learned_sim")
-        st.caption(t("pe_learned_note", n=page.run[f"{stages.stack_of(page.sel.block)}.hook_pos_embed"].shape[1]))
-    if info.positional == "sinusoidal":
-        st.caption(t("pe_model_note", n=f"{base:g}", d=info.d_model))
     st.markdown(f"**{t('pe_controls')}**")
     n_tok = page.run[f"{stages.prefix(page.sel.block, page.sel.layer)}.hook_q"].shape[-2]
     c1, c2, c3 = st.columns(3)
@@ -277,29 +274,27 @@ def section_position(page: Page) -> None:
     chosen = float(st.session_state["pe_base"])
     opts = dict(pe_base=chosen, pe_d_model=d, pe_positions=int(st.session_state["pe_positions"]),
                 pe_dims=list(st.session_state["pe_dims"]) or None)
-    page.stage("pe_curves", **opts)
-    page.stage("pe_similarity", **opts)
-    compare = (10000.0, chosen) if chosen != 10000.0 else (10000.0, 100.0)
-    page.stage("pe_compare", pe_bases=compare, **{k: v for k, v in opts.items() if k != "pe_base"})
+    shared = {k: v for k, v in opts.items() if k != "pe_base"}
+    return {"pe_curves": opts, "pe_similarity": opts,
+            "pe_compare": dict(shared, pe_bases=stages.compare_bases(info, chosen))}
 
 
-def section_cell(page: Page) -> None:
-    p = stages.prefix(page.sel.block, page.sel.layer)
-    tq, tk = page.run[f"{p}.hook_scores"].shape[-2:]
-    from explorer.views.data import axis_tokens
-
+def cell_controls(page: Page) -> dict:
+    """The query and key of the one-cell derivation."""
     q_toks, k_toks, _, _ = axis_tokens(page.run, page.sel.block, page.sel.sentence, page.sel.layer)
-    st.session_state["query"] = inputs.clip(keep("query", 0), tq)
-    st.session_state["key"] = inputs.clip(keep("key", 0), tk)
+    st.session_state["query"] = inputs.clip(keep("query", 0), len(q_toks))
+    st.session_state["key"] = inputs.clip(keep("key", 0), len(k_toks))
     c1, c2 = st.columns(2)
-    c1.selectbox(t("query_token"), list(range(tq)), key="query",
+    c1.selectbox(t("query_token"), list(range(len(q_toks))), key="query",
                  format_func=lambda i: f"{i}: {style.visible(q_toks[i])}")
-    c2.selectbox(t("key_token"), list(range(tk)), key="key",
+    c2.selectbox(t("key_token"), list(range(len(k_toks))), key="key",
                  format_func=lambda j: f"{j}: {style.visible(k_toks[j])}")
-    from dataclasses import replace
-
     page.sel = replace(page.sel, query=int(st.session_state["query"]), key=int(st.session_state["key"]))
-    page.stage("cell")
+    return {}
+
+
+def cell_formula(page: Page) -> None:
+    """The one cell's chain with its numbers, and the check against the hooks."""
     try:
         n = stages.cell_numbers(page.run, page.info, page.sel)
         st.latex(
@@ -313,8 +308,8 @@ def section_cell(page: Page) -> None:
         log.exception("cell numbers failed")
 
 
-def section_overview(page: Page) -> None:
-    page.stage("overview")
+def drill_controls(page: Page) -> None:
+    """Below the overview: what H and d mean, and a head to open."""
     st.caption(t("overview_note"))
     n_layers = stages.layers_for(page.info, page.sel.block)
     layers = stages.overview_layers(n_layers, page.sel.layer)
@@ -334,33 +329,45 @@ def section_overview(page: Page) -> None:
     c2.button(t("drill"), key="drill_go", on_click=drill)
 
 
-def section_output(page: Page) -> None:
-    for sid in dict(stages.SECTIONS)["output"]:
-        if sid != "next_token" and stages.applies(sid, page.info):
-            page.stage(sid)
-    if not stages.applies("next_token", page.info):
-        return
+def next_position(page: Page) -> dict:
+    """The position whose next token is shown (a new sentence starts at its last real token)."""
     toks = page.run.tokens[page.sel.sentence]
     ident = (page.sel.model, page.texts[page.sel.sentence])
     if st.session_state.get("_next_for") != ident or not 0 <= st.session_state.get("next_pos", -1) < len(toks):
-        st.session_state["next_pos"] = len(toks) - 1  # a new sentence (or view): its last real token
+        st.session_state["next_pos"] = len(toks) - 1
     st.session_state["_next_for"] = ident
-    page.stage("next_token", next_position=int(st.session_state["next_pos"]))
+    return {"next_token": {"next_position": int(st.session_state["next_pos"])}}
+
+
+def next_position_picker(page: Page) -> None:
+    toks = page.run.tokens[page.sel.sentence]
     st.selectbox(t("next_position"), list(range(len(toks))), key="next_pos",
                  format_func=lambda i: f"{i}: {style.visible(toks[i])}")
 
 
-SECTION_RENDER = {"position": section_position, "output": section_output, "cell": section_cell,
-                  "overview": section_overview}
+# group name -> (drawn before the group's first stage, returning {stage id: options}; drawn after each
+# stage of the group)
+CONTROLS = {
+    "pe": (pe_controls, None),
+    "cell": (cell_controls, cell_formula),
+    "drill": (None, drill_controls),
+    "next_position": (next_position, next_position_picker),
+}
 
 
 def render_section(section: str, page: Page) -> None:
-    if section in SECTION_RENDER:
-        SECTION_RENDER[section](page)
-        return
+    """Every stage of the section that applies to the model and block, with its controls."""
+    options: dict[str, dict] = {}
     for sid in dict(stages.SECTIONS)[section]:
-        if stages.applies(sid, page.info):
-            page.stage(sid)
+        if not stages.applies(sid, page.info, page.sel.block):
+            continue
+        group = stages.REGISTRY[sid].controls
+        before, after = CONTROLS.get(group, (None, None))
+        if group and group not in options:
+            options[group] = (before(page) if before else None) or {}
+        page.stage(sid, **options.get(group, {}).get(sid, {}))
+        if after:
+            after(page)
 
 
 def page() -> None:
@@ -436,6 +443,7 @@ def page() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+    state.prepare_process()
     try:
         page()
     except Exception as e:  # no traceback ever reaches the page

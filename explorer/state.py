@@ -7,6 +7,7 @@
     stage_figure(...)       -> (figure, table)                   a process-wide memo (_Memo:
                                                                   entries, JSON bytes, time); the
                                                                   figure's dict and JSON made once
+                                                                  (explorer/fastpath.py)
 
 Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
 does not run again. A weight file's modification time is part of every key, so when a missing
@@ -23,14 +24,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import astuple, replace
 from pathlib import Path
 
-import plotly.io as pio
+import pyarrow as pa
 import streamlit as st
 
 import model
-from explorer import memory
-from explorer.views import style
+from explorer import fastpath, memory
+from explorer.views import stages
 from explorer.views.data import RunData, run_data, weights_of
 from model.registry import SEED_WEIGHTS
 
@@ -43,12 +45,13 @@ HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1"
 # one forward pass per core (torch runs each on one thread here); ATTENTION_EXPLORER_MAX_RUNS overrides
 MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("ATTENTION_EXPLORER_MAX_RUNS") or min(os.cpu_count() or 1, 4)))
 _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
-# st.plotly_chart serialises every figure on every rerun of every session with plotly.io.to_json;
-# the standard-library engine is 3-8x faster than orjson on figures with per-cell hover labels
-# (orjson needs a slow pre-pass over object arrays) and gives the same JSON (`python -m bench`)
-PLOTLY_JSON_ENGINE = "json"
-pio.json.config.default_engine = PLOTLY_JSON_ENGINE
-memory.tune()  # glibc keeps freed memory for the next run (explorer/memory.py)
+
+
+def prepare_process() -> None:
+    """Once per server process (idempotent): glibc keeps freed memory for the next run
+    (explorer/memory.py) and shared figures are sent from memory (explorer/fastpath.py)."""
+    memory.tune()
+    fastpath.install()
 
 
 def _hide_paths(text: str) -> str:
@@ -137,11 +140,6 @@ def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=Non
     return data.with_weights(_weights(name, stamp))
 
 
-# stages whose figure does not depend on the layer, the head or the one-cell choice
-_LAYER_FREE = {"tokens", "embedding", "pe_heatmap", "pe_curves", "pe_similarity", "pe_compare",
-               "pe_learned_sim", "rope_freqs", "rope_distance", "next_token"}
-
-
 class _Memo:
     """A thread-safe memo, bounded in entries and in bytes (least recently used out first) and
     in age: what st.cache_resource did for the figures, without hashing every argument on every
@@ -209,15 +207,13 @@ _FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL, FIGURE_CACHE_JSON_BYTES)
 
 def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...], sel: tuple,
             lang: str, options: tuple, run: RunData, info):
-    from explorer.views import stages
-
     def make():
         selection = stages.Selection(*sel)
         fig, df = stages.stage_figure(stage_id, run, info, selection, lang=lang, **dict(options))
-        return _shared(fig), df
+        return fastpath.share(fig), df
 
     return _FIGURES.get((stage_id, name, stamp, texts, sel, lang, options), make,
-                        weigh=lambda made: len(made[0].to_dict().json))
+                        weigh=lambda made: fastpath.json_bytes(made[0]))
 
 
 _TABLES: dict[int, tuple] = {}  # id(df) -> (df, its Arrow table), for the cached figures' tables
@@ -228,8 +224,6 @@ _TABLES_LOCK = threading.Lock()
 def arrow_table(df):
     """The Arrow table st.dataframe would build from ``df`` on every rerun of every session
     (~8 ms a table), built once per cached table. Other frames go through unchanged."""
-    import pyarrow as pa
-
     key = id(df)
     with _TABLES_LOCK:
         hit = _TABLES.get(key)
@@ -246,49 +240,16 @@ def arrow_table(df):
     return table
 
 
-class _Frozen(dict):
-    """A shared figure's ``to_dict()``, made once, with its JSON made once too."""
-
-    __slots__ = ("json",)
-
-
-def _shared(fig):
-    """A cached figure is drawn by every session on every rerun, and st.plotly_chart starts with
-    ``fig.to_dict()`` (a deep copy) and ``plotly.io.to_json`` of it (~10-40 ms a figure, most of a
-    cached rerun's time): make both once. The dict is the plain one the view built the figure from
-    (``style.plain_dict``: no deep copy at all). Safe because shared figures are never mutated
-    (copies, e.g. for export, start from the figure's traces)."""
-    frozen = _Frozen(style.plain_dict(fig))
-    frozen.json = _plotly_to_json(frozen, validate=False)
-    fig.to_dict = lambda: frozen
-    return fig
-
-
-_plotly_to_json = pio.to_json
-
-
-def _to_json_once(fig, *args, **kwargs):
-    """``plotly.io.to_json``, answering a shared figure's dict (st.plotly_chart calls
-    ``plotly.io.to_json(fig.to_dict(), validate=False)``) with the JSON made when it was cached."""
-    if type(fig) is _Frozen and not args and kwargs == {"validate": False}:
-        return fig.json
-    return _plotly_to_json(fig, *args, **kwargs)
-
-
-pio.to_json = _to_json_once
-
-
 def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,
                  **options):
     """``stages.stage_figure``, memoised per process (figures are shared: never mutate them).
 
     Going back to a layer or head already seen is instant; stages that do not depend on the layer
-    or head are built once per sentence."""
-    from dataclasses import astuple, replace
-
-    if stage_id in _LAYER_FREE:
+    or head are built once per sentence (the stage registry says which: ``per_head``, ``per_cell``)."""
+    record = stages.REGISTRY[stage_id]
+    if not record.per_head:
         sel = replace(sel, layer=0, head=0, query=0, key=0)
-    elif stage_id != "cell":
+    elif not record.per_cell:
         sel = replace(sel, query=0, key=0)
     opts = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
     return _figure(stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts, run, info)

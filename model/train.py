@@ -21,9 +21,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from .attention import causal_mask, padding_mask
-from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS
+from .base import pad_batch
+from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
 from .seed import SeedConfig, SeedTransformer
 from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, save
 
@@ -100,13 +102,7 @@ class Batch:
     tgt_out: torch.Tensor  # (B, T)  target + </s>
 
 
-def make_batch(task: str, tt, rng: random.Random, size: int, max_chars: int = MAX_CHARS) -> Batch:
-    return encode_batch(task, tt, [sample_input(task, rng, max_chars=max_chars) for _ in range(size)])
-
-
 def encode_batch(task: str, tt, srcs: list[str]) -> Batch:
-    from .base import pad_batch
-
     src_ids = [e.ids for e in tt.encode(srcs)]
     tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
     return Batch(
@@ -200,16 +196,12 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
           stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
           ramp: float = 0.5, final_eval: int = 1000) -> tuple[SeedTransformer, dict]:
-    from tqdm import tqdm
-
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tt = char_tokenizer()
     cfg = SeedConfig(vocab_size=tt.vocab_size, task=task, seed=seed, **cfg_overrides)
     model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
     if init is not None:  # continue from earlier weights (a second stage of training)
-        from .registry import load_seed_file
-
         model.load_state_dict(load_seed_file(init).state_dict())
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0,
                             fused=True)

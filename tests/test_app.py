@@ -3,13 +3,18 @@ URL's query parameters set (and follow) the state, bad input never crashes the p
 layer / head / view does not run the model again."""
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import model
 from explorer import state
+from model import fetch
+from model.positional import sinusoidal
 from explorer.inputs import MAX_SENTENCES, VIEWS
 
 APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
@@ -69,27 +74,6 @@ def test_every_block_layer_and_head_in_korean():
         ok(at)
         assert charts(at) == 5
         assert at.query_params["block"] == [block] or at.query_params["block"] == block
-
-
-def test_a_shared_figure_is_sent_exactly_as_plotly_would_send_it():
-    """st.plotly_chart calls plotly.io.to_json(fig.to_dict(), validate=False): for a cached figure
-    both are made once (explorer/state.py), and must give what plotly itself gives."""
-    import plotly.io as pio
-
-    import model
-    from explorer.views import stages, style
-
-    m = model.load("seed", random=True)
-    run = stages.run_data(m, ["shared <b>figure</b>"])
-    sel = stages.Selection(model="seed", sentence=0, layer=0, head=1, block="decoder.self_attn")
-    for sid in ("embedding", "masked", "mask", "overview"):
-        fig, _ = stages.stage_figure(sid, run, m.info, sel)
-        fresh = pio.json.to_json_plotly(style.plain_dict(fig), engine=state.PLOTLY_JSON_ENGINE)
-        shared = state._shared(fig)
-        assert shared.to_dict() is shared.to_dict()  # no copy per call
-        assert pio.to_json(shared.to_dict(), validate=False) == fresh
-        assert pio.to_json(shared.to_dict(), validate=False) is pio.to_json(shared.to_dict(), validate=False)
-        assert pio.to_json({"data": [], "layout": {}}, validate=False) == '{"data":[],"layout":{}}'
 
 
 def test_the_figure_memo_is_bounded_in_entries_bytes_and_age_and_makes_each_value_once():
@@ -246,25 +230,72 @@ def test_one_cell_pickers():
     assert any("softmax" in x.value for x in at.get("latex"))
 
 
-def test_positional_controls():
+def chart_specs(at: AppTest) -> dict[str, dict]:
+    """Every chart's figure as sent to the browser, by its title."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"]["title"]["text"]] = spec
+    return out
+
+
+def array(v) -> np.ndarray:
+    """A plotly array from the wire: a list or a base64 typed array."""
+    if isinstance(v, dict):
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return a.reshape([int(x) for x in v["shape"].split(",")]) if "shape" in v else a
+    return np.asarray(v, dtype=float)
+
+
+def pe_figures(at: AppTest) -> tuple[dict, dict, dict]:
+    specs = chart_specs(at)
+    (compare,) = [v for k, v in specs.items() if k.startswith("Positional encoding for two bases")]
+    (curves,) = [v for k, v in specs.items() if k == "Dimensions as waves"]
+    (similarity,) = [v for k, v in specs.items() if k.startswith("Position-to-position similarity")]
+    return compare, curves, similarity
+
+
+def test_positional_controls_change_the_figures_as_they_say():
     at = app(view="position")
     ok(at)
-    base = model.load("seed").info.positional_base  # the shipped reverse model's own n
+    base = model.load("seed").info.positional_base  # the shipped reverse model's own n (20)
     assert at.select_slider(key="pe_base").value == base  # offered even when not a round number
-    at.select_slider(key="pe_base").set_value(10000.0)
+    compare, _, _ = pe_figures(at)
+    assert compare["layout"]["title"]["text"].endswith(f"n = 10000 · n = {base:g}")  # what is drawn
+    panels = [a["text"] for a in compare["layout"]["annotations"]]
+    assert "PE, n = 10000" in panels and f"PE, n = {base:g}" in panels
+
+    at.select_slider(key="pe_base").set_value(1000.0)
     at.number_input(key="pe_d_model").set_value(16)
     at.number_input(key="pe_positions").set_value(60).run()
     ok(at)
-    assert charts(at) == 5
+    compare, curves, similarity = pe_figures(at)
+    assert compare["layout"]["title"]["text"].endswith("n = 10000 · n = 1000")
+    pe_panels = [t for t in compare["data"] if t["name"].startswith("PE n=")]
+    assert [t["name"] for t in pe_panels] == ["PE n=10000", "PE n=1000"]
+    for t, b in zip(pe_panels, (10000.0, 1000.0)):
+        assert np.allclose(array(t["z"]), sinusoidal(60, 16, b).numpy(), atol=1e-6)  # d_model, positions, base
+    assert array(similarity["data"][0]["z"]).shape == (60, 60)
+    assert all("1000^" in t["name"] for t in curves["data"] if t.get("mode") == "lines")
+    assert max(array(curves["data"][0]["x"])) == pytest.approx(59)
 
 
-def test_a_model_that_is_not_there_gets_a_message_not_a_traceback():
+def test_a_model_that_is_not_fetched_gets_a_message_that_says_how(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))  # an empty cache: nothing fetched
+    state._load.clear()  # a model loaded by an earlier test stays cached in this process
     at = app(model="smollm2")
     assert not at.exception
-    if at.error:  # not fetched here: the message says how to get it
-        assert "smollm2" in at.error[0].value
-    else:
-        assert charts(at) > 0
+    assert at.error and "python -m model.fetch smollm2" in at.error[0].value
+    assert charts(at) == 0
+
+
+@pytest.mark.weights
+def test_a_fetched_real_model_draws_its_page():
+    if not fetch.is_fetched("smollm2"):
+        pytest.skip(f"smollm2 not fetched (run `{fetch.fetch_command('smollm2')}`)")
+    at = app(model="smollm2", view="scores")
+    ok(at)
+    assert charts(at) == 5
 
 
 def test_missing_seed_weights_fall_back_to_the_untrained_model(monkeypatch, tmp_path):

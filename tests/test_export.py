@@ -24,7 +24,8 @@ import pytest
 import model
 from explorer import export as ex
 from explorer.views import stages as views
-from explorer.views.theme import FONT_FAMILY, THEMES, apply_theme
+from explorer.views.style import FONT
+from explorer.views.theme import THEMES, apply_theme
 
 ROOT = Path(__file__).resolve().parent.parent
 KO_TEXT = "안녕 cat"
@@ -103,7 +104,7 @@ def test_presentation_theme_is_light_large_safe_and_16_9_and_leaves_the_input_al
     assert kept == heatmap(list("ab")).data[0].colorscale  # single-hue Blues is already safe
     screen = apply_theme(fig, "screen")
     assert screen.data[0].colorscale == fig.data[0].colorscale  # screen = as shown
-    assert screen.layout.font.family == FONT_FAMILY
+    assert screen.layout.font.family == FONT
     with pytest.raises(ValueError, match="unknown theme"):
         apply_theme(fig, "neon")
 

@@ -1,0 +1,177 @@
+"""The exporter's command line (``python -m explorer.export``): the app's figures as files.
+
+    python -m explorer.export --model seed --text "hello world" --layer 0 --head 1 \\
+        --stages all --format png,svg,pdf --out slides/
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import model
+from explorer.views import stages as views
+from explorer.views.theme import THEME_NAMES
+from model.registry import FETCHED, SEED_WEIGHTS
+
+from .bundles import render_items, slugify, stage_ids, stage_items, zip_items, check_formats
+from .renderer import (IMAGE_FORMATS, INSTALL_COMMAND, ExportError, ExportUnavailable, cjk_font_missing,
+                       has_cjk, shutdown, unavailable_reason)
+
+try:
+    from tqdm import tqdm
+except ImportError:  # no progress bar then
+    tqdm = None
+
+
+def fetch_hint(name: str) -> str:
+    if name in FETCHED:
+        return f"fetch the weights with `python -m model.fetch {name}`"
+    if name in SEED_WEIGHTS:
+        return "reinstall the project, or retrain with `python -m model.train reverse`"
+    return "check the path, or use one of: " + ", ".join([*SEED_WEIGHTS, *FETCHED])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m explorer.export",
+        description="Export every stage of attention as slide-ready figures (PNG, SVG, PDF) and "
+                    "matrices (CSV), with the same figure code as the app.",
+        epilog='example: python -m explorer.export --model seed --text "hello world" '
+               "--layer 0 --head 1 --stages all --format png,svg,pdf --out slides/")
+    p.add_argument("--model", default="seed", help="seed, seed-sort, minilm, smollm2 or a path")
+    p.add_argument("--text", action="append", required=True,
+                   help="a sentence (repeat for a padded batch)")
+    p.add_argument("--sentence", type=int, default=0, help="which --text to show (default 0)")
+    p.add_argument("--block", default=None,
+                   help="encoder.self_attn, decoder.self_attn or decoder.cross_attn "
+                        "(default: the model's first)")
+    p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--head", type=int, default=0)
+    p.add_argument("--query", type=int, default=0, help="query position for per-row stages")
+    p.add_argument("--key", type=int, default=0, help="key position for per-column stages")
+    p.add_argument("--stages", default="all", help="'all' or a comma-separated list of stage ids")
+    p.add_argument("--format", default="png,svg,pdf",
+                   help="comma-separated: png, svg, pdf, csv (default png,svg,pdf)")
+    p.add_argument("--out", default="slides", help="output folder (created if missing)")
+    p.add_argument("--theme", choices=THEME_NAMES, default="presentation")
+    p.add_argument("--lang", choices=("en", "ko"), default="en")
+    p.add_argument("--scale", type=float, default=2.0, help="PNG pixels per layout pixel")
+    p.add_argument("--zip", action="store_true",
+                   help="write one ZIP (all files + manifest.json) into --out instead")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+
+    # cheap checks first, before any model is loaded
+    try:
+        formats = check_formats(_split(a.format))
+    except ValueError as e:
+        parser.error(f"--format: {e}")
+    if a.scale <= 0 or a.scale > 10:
+        parser.error("--scale must be in (0, 10]")
+    order = stage_ids()
+    stages = order if a.stages.strip().lower() == "all" else _split(a.stages)
+    unknown = [s for s in stages if s not in order]
+    if unknown or not stages:
+        parser.error(f"--stages: unknown stage {', '.join(unknown) or '(none given)'}; "
+                     f"use 'all' or some of: {', '.join(order)}")
+    if not 0 <= a.sentence < len(a.text):
+        parser.error(f"--sentence {a.sentence} is out of range: {len(a.text)} sentence(s) given, "
+                     f"so use 0..{len(a.text) - 1}")
+    if any(f in IMAGE_FORMATS for f in formats) and (reason := unavailable_reason()):
+        parser.exit(3, f"{parser.prog}: error: {reason}\n"
+                       f"(CSV still works: --format csv)\n")
+
+    if any(f in IMAGE_FORMATS for f in formats) and has_cjk(" ".join(a.text)) and cjk_font_missing():
+        print(f"warning: no CJK font is installed, so Korean text will show as empty boxes; "
+              f"install it with: {INSTALL_COMMAND}", file=sys.stderr)
+
+    try:
+        m = model.load(a.model)
+    except model.WeightsError as e:
+        msg = str(e)
+        hint = fetch_hint(a.model)
+        known = "`" in msg or "use one of" in msg  # the loader already says how to fix it
+        parser.error(f"--model {a.model}: {msg}" + ("" if known else f"; {hint}"))
+    except (OSError, ValueError) as e:
+        parser.error(f"--model {a.model}: {e}; {fetch_hint(a.model)}")
+    info = m.info
+    blocks = list(views.blocks_for(info))
+    block = a.block or blocks[0]
+    if block not in blocks:
+        parser.error(f"--block {block} does not exist in {info.name} ({info.kind}); "
+                     f"choose from {', '.join(blocks)}")
+    n_layers = views.layers_for(info, block)
+    if not 0 <= a.layer < n_layers:
+        parser.error(f"--layer {a.layer} is out of range: {info.name} has {n_layers} layer(s) in "
+                     f"{block.split('.')[0]}, so use 0..{n_layers - 1}")
+    if not 0 <= a.head < info.n_heads:
+        parser.error(f"--head {a.head} is out of range: {info.name} has {info.n_heads} heads, "
+                     f"so use 0..{info.n_heads - 1}")
+
+    if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
+        stages = [s for s in stages if views.applies(s, info)]
+    cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
+    name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
+    sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
+                          block=block, query=a.query, key=a.key)
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = a.text[a.sentence]
+    try:
+        items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
+                            theme=a.theme, lang=a.lang)
+        bar = _progress_bar(a.quiet, total=sum(
+            1 for it in items for f in formats if f != "csv" or it.df is not None))
+        if a.zip:
+            data = zip_items(items, formats, theme=a.theme, scale=a.scale, lang=a.lang,
+                             progress=bar.step)
+            target = out_dir / (f"{slugify(name)}_s{a.sentence}-{slugify(text, 24)}_"
+                                f"{slugify(block)}_L{a.layer}_H{a.head}.zip")
+            target.write_bytes(data)
+            written = [target]
+        else:
+            written = []
+            for name, _meta, _fmt, data in render_items(items, formats, scale=a.scale,
+                                                        progress=bar.step):
+                (out_dir / name).write_bytes(data)
+                written.append(out_dir / name)
+        bar.close()
+    except ExportUnavailable as e:
+        parser.exit(3, f"{parser.prog}: error: {e}\n")
+    except ExportError as e:
+        parser.exit(1, f"{parser.prog}: error: {e}\n")
+    finally:
+        shutdown()
+    print(f"wrote {len(written)} file(s) to {out_dir}/")
+    return 0
+
+
+class _progress_bar:
+    """tqdm when available and wanted; a silent stand-in otherwise."""
+
+    def __init__(self, quiet: bool, total: int) -> None:
+        self._bar = None if quiet or tqdm is None else tqdm(total=total, unit="file", desc="exporting")
+
+    def step(self, done: int, total: int, what: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(what[-40:], refresh=False)
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""Figures prepared for slides and bundled: captions, file names, themes, and one-click ZIPs with a
+manifest — the same stage figures as the app (explorer/views/stages.py).
+
+    item = stage_item("softmax", run, m.info, sel, model_name="seed", text="hello world")
+    data = bundle_zip(run, m.info, sel, model_name="seed", text="hello", formats=("png", "csv"))
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import tomllib
+import unicodedata
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from explorer import i18n
+from explorer.views import stages as views
+from explorer.views.theme import DEFAULT_THEME, apply_theme, get_theme
+
+from .renderer import FORMATS, IMAGE_FORMATS, export_size, figure_bytes, table_bytes
+
+@dataclass(frozen=True)
+class ExportMeta:
+    """What a figure shows: it becomes the caption, the file name and the manifest entry."""
+
+    model: str
+    sentence: int
+    text: str
+    block: str
+    layer: int
+    head: int
+    stage: str
+    stage_title: str = ""
+    stage_index: int | None = None  # position in the pipeline, so files sort in order
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "sentence": self.sentence, "text": self.text,
+                "block": self.block, "layer": self.layer, "head": self.head, "stage": self.stage,
+                "stage_title": self.stage_title}
+
+
+def shorten(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def default_caption(meta: ExportMeta, lang: str = "en") -> str:
+    L = i18n.fig_labels(lang)
+    stage = meta.stage_title or meta.stage
+    return (f"{meta.model} · {L['sentence']} {meta.sentence} “{shorten(meta.text)}” · {meta.block} · "
+            f"{L['layer']} {meta.layer} · {L['head']} {meta.head} · {stage}")
+
+
+def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) -> go.Figure:
+    """A copy of ``fig`` with ``caption`` as the title's subtitle (always visible, never clipped).
+
+    The caption is plain text: anything that looks like markup is escaped.
+    """
+    out = go.Figure(fig)
+    t = get_theme(theme)
+    safe = html.escape(caption, quote=False)
+    title = out.layout.title
+    existing = title.subtitle.text if title.subtitle and title.subtitle.text else ""
+    subtitle = f"{existing}<br>{safe}" if existing else safe
+    title_text = title.text or " "
+    base_px = out.layout.font.size or 12
+    title_px = (title.font.size if title.font and title.font.size else None) or t.title_size or 17
+    # Room for the title, every caption line and any panel titles that sit above the plot
+    # (subplot titles), computed: no automargin, because kaleido can capture a frame in which
+    # tick labels have not yet followed an automargin redraw.
+    lines = subtitle.count("<br>") + 1
+    above = [a for a in out.layout.annotations or ()
+             if a.yref == "paper" and a.y is not None and a.y >= 0.99 and a.text]
+    panel = max((1.35 * (a.font.size or base_px) * (a.text.count("<br>") + 1) for a in above),
+                default=0)
+    top = 16 + 1.35 * title_px + 8 + 1.45 * t.caption_size * lines + 16 + panel
+    out.update_layout(title={"text": title_text, "y": 1, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 16, "l": 20}, "automargin": False,
+                             "subtitle": {"text": subtitle, "font": {"size": t.caption_size}}},
+                      margin={"t": int(max(top, out.layout.margin.t or 0))})
+    return out
+
+
+_UNSAFE = re.compile(r"[^\w.-]+", flags=re.UNICODE)
+
+
+def slugify(value: object, max_len: int = 40) -> str:
+    """A file-name-safe slug: letters (Hangul included), digits, '-', '_' and '.' only.
+
+    No path separators, no leading dots, never empty.
+    """
+    text = unicodedata.normalize("NFC", str(value))
+    text = _UNSAFE.sub("-", text.replace("/", "-").replace("\\", "-"))
+    text = re.sub(r"-{2,}", "-", text).strip("-._")
+    if len(text) > max_len:
+        cut = text[:max_len]
+        if "-" in cut[max_len // 2:] and text[max_len] != "-":  # end on a whole word
+            cut = cut[: cut.rfind("-")]
+        text = cut.strip("-._")
+    return text or "x"
+
+
+def file_stem(meta: ExportMeta) -> str:
+    """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``."""
+    is_path = "/" in meta.model or "\\" in meta.model
+    model = slugify(Path(meta.model.replace("\\", "/")).stem if is_path else meta.model)
+    stage = slugify(meta.stage)
+    if meta.stage_index is not None:
+        stage = f"{meta.stage_index:02d}-{stage}"
+    return "_".join([model, f"s{meta.sentence}-{slugify(meta.text, 24)}", slugify(meta.block),
+                     f"L{meta.layer}", f"H{meta.head}", stage])
+
+
+def prepare(fig: go.Figure, meta: ExportMeta | None, *, theme: str = DEFAULT_THEME,
+            caption: str | None = None) -> go.Figure:
+    """The figure as it is exported: themed, with its caption, at the export size."""
+    out = apply_theme(fig, theme)
+    if meta is not None or caption:
+        out = with_caption(out, caption or default_caption(meta), theme=theme)  # type: ignore[arg-type]
+    w, h = export_size(fig, theme)
+    out.update_layout(width=w, height=h)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Bundles
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Item:
+    """One figure to export: the prepared figure, its matrix, and what it shows."""
+
+    fig: go.Figure
+    df: object | None  # pandas.DataFrame | None
+    meta: ExportMeta
+
+
+@dataclass
+class Written:
+    name: str
+    stage: str
+    format: str
+    bytes: int
+
+
+def app_version() -> str:
+    try:
+        return metadata.version("attention-explorer")
+    except metadata.PackageNotFoundError:  # not installed: read the checkout's pyproject
+        pass
+    try:
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text())["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+Progress = Callable[[int, int, str], None]  # (done, total, what)
+
+
+def render_items(items: Sequence[Item], formats: Iterable[str], *, scale: float = 2,
+                 progress: Progress | None = None) -> Iterable[tuple[str, ExportMeta, str, bytes]]:
+    """Yield (file name, meta, format, bytes) for every item and format, in order."""
+    formats = check_formats(formats)
+    total = sum(1 for it in items for f in formats if f != "csv" or it.df is not None)
+    done = 0
+    for it in items:
+        stem = file_stem(it.meta)
+        for fmt in formats:
+            if fmt == "csv":
+                if it.df is None:
+                    continue
+                data = table_bytes(it.df)
+            else:
+                data = figure_bytes(it.fig, fmt, scale=scale)
+            done += 1
+            if progress:
+                progress(done, total, f"{stem}.{fmt}")
+            yield f"{stem}.{fmt}", it.meta, fmt, data
+
+
+def check_formats(formats: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for f in formats:
+        f = f.strip().lower()
+        if f not in FORMATS:
+            raise ValueError(f"unknown format {f!r}; choose from {', '.join(FORMATS)}")
+        if f not in out:
+            out.append(f)
+    if not out:
+        raise ValueError("choose at least one format")
+    return out
+
+
+def manifest(meta: ExportMeta, written: list[Written], *, theme: str, scale: float,
+             lang: str) -> dict:
+    return {
+        "app": "Attention Explorer", "app_version": app_version(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": meta.model, "sentence": meta.sentence, "text": meta.text, "block": meta.block,
+        "layer": meta.layer, "head": meta.head, "theme": theme, "scale": scale, "lang": lang,
+        "files": [w.__dict__ for w in written],
+    }
+
+
+def zip_items(items: Sequence[Item], formats: Iterable[str], *, theme: str = DEFAULT_THEME,
+              scale: float = 2, lang: str = "en", progress: Progress | None = None) -> bytes:
+    """One ZIP with every item in every format, plus ``manifest.json`` listing every file."""
+    if not items:
+        raise ValueError("nothing to export")
+    buf = io.BytesIO()
+    written: list[Written] = []
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, meta, fmt, data in render_items(items, formats, scale=scale, progress=progress):
+            zf.writestr(name, data)
+            written.append(Written(name, meta.stage, fmt, len(data)))
+        doc = manifest(items[0].meta, written, theme=theme, scale=scale, lang=lang)
+        zf.writestr("manifest.json", json.dumps(doc, ensure_ascii=False, indent=2))
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# From a selection: the same stage figures as the app
+# ---------------------------------------------------------------------------------------------
+
+def stage_ids() -> list[str]:
+    return list(views.STAGE_IDS)
+
+
+def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
+               theme: str = DEFAULT_THEME, lang: str = "en", fig: go.Figure | None = None,
+               df=None, **options) -> Item:
+    """One stage, ready to export: the app's figure (built here unless given), themed, captioned.
+
+    ``options`` go to ``stage_figure`` unchanged (weights=, pe_base=, ...), so the export shows
+    exactly what the app shows.
+    """
+    order = stage_ids()
+    if stage_id not in order:
+        raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(order)}")
+    if fig is None:
+        fig, df = views.stage_figure(stage_id, cache, info, sel, lang=lang, **options)
+    meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
+                      layer=sel.layer, head=sel.head, stage=stage_id,
+                      stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1)
+    cap = views.caption(model_name, text, sel, stage_id, lang=lang)
+    return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)
+
+
+def stage_items(cache, info, sel, *, model_name: str, text: str,
+                stages: Sequence[str] | None = None, theme: str = DEFAULT_THEME,
+                lang: str = "en", **options) -> list[Item]:
+    """Every requested stage (default: all, in pipeline order) of one selection."""
+    order = stage_ids()
+    wanted = order if stages is None else list(stages)
+    unknown = [s for s in wanted if s not in order]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}; choose from {', '.join(order)}")
+    return [stage_item(sid, cache, info, sel, model_name=model_name, text=text, theme=theme,
+                       lang=lang, **options) for sid in wanted]
+
+
+def bundle_zip(cache, info, sel, *, model_name: str, text: str,
+               formats: Iterable[str] = IMAGE_FORMATS + ("csv",), stages: Sequence[str] | None = None,
+               theme: str = DEFAULT_THEME, lang: str = "en", scale: float = 2,
+               progress: Progress | None = None, **options) -> bytes:
+    """"Export all" for one selection: every stage's figure in ``formats`` + CSVs + manifest.
+
+    ``options`` go to ``stage_figure`` (weights=, pe_base=, ...).
+    """
+    items = stage_items(cache, info, sel, model_name=model_name, text=text, stages=stages,
+                        theme=theme, lang=lang, **options)
+    return zip_items(items, formats, theme=theme, scale=scale, lang=lang, progress=progress)

@@ -1,0 +1,297 @@
+"""The export browser: Debian's chromium driven by kaleido, found (never downloaded), started on the
+first export and kept warm for the rest of the process; figures to PNG/SVG/PDF bytes, tables to CSV.
+
+    png = figure_bytes(fig, "png", scale=2)         # bytes
+    unavailable_reason()                            # None, or why image export cannot work here
+
+When chromium is missing every image export raises ``ExportUnavailable`` with the command that
+installs it; CSV export keeps working.
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import os
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from explorer.views.theme import DEFAULT_THEME, get_theme
+
+try:
+    import kaleido
+except ImportError:  # image export says how to install it; CSV still works
+    kaleido = None
+
+IMAGE_FORMATS = ("png", "svg", "pdf")
+FORMATS = (*IMAGE_FORMATS, "csv")
+MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf",
+        "csv": "text/csv", "zip": "application/zip", "json": "application/json"}
+INSTALL_COMMAND = "apt-get install -y chromium fonts-noto-cjk"
+# Where a browser is looked for, in order (BROWSER_PATH, the variable choreographer and kaleido
+# honour, overrides them all).
+BROWSER_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
+                      "google-chrome-stable")
+RENDER_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0
+
+
+class ExportError(RuntimeError):
+    """A figure could not be exported."""
+
+
+class ExportUnavailable(ExportError):
+    """Image export is impossible on this machine (no chromium, no kaleido); CSV still works."""
+
+    def __init__(self, reason: str, install: str = INSTALL_COMMAND) -> None:
+        self.reason = reason
+        self.install = install
+        super().__init__(f"{reason} Install it with: {install}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser: found, never downloaded
+# ---------------------------------------------------------------------------------------------
+
+def browser_path() -> str:
+    """The chromium executable to use; raises ExportUnavailable when there is none."""
+    override = os.environ.get("BROWSER_PATH")
+    if override:
+        if Path(override).is_file() and os.access(override, os.X_OK):
+            return override
+        raise ExportUnavailable(f"No browser at BROWSER_PATH={override!r} (unset it to use "
+                                f"the system chromium).")
+    for name in BROWSER_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ExportUnavailable("Image export (PNG, SVG, PDF) needs chromium, which is not installed.")
+
+
+def unavailable_reason() -> ExportUnavailable | None:
+    """Cheap check (no browser is started): None when image export should work."""
+    if kaleido is None:
+        return ExportUnavailable("Image export needs the kaleido package.",
+                                 install="pip install 'kaleido==1.5.0'")
+    try:
+        browser_path()
+    except ExportUnavailable as e:
+        return e
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_font_missing() -> bool:
+    """True when fontconfig knows no Noto Sans CJK font (Korean would print as empty boxes).
+
+    False when it cannot tell (no fc-list): never a false alarm.
+    """
+    fc_list = shutil.which("fc-list")
+    if not fc_list:
+        return False
+    try:
+        out = subprocess.run([fc_list, ":lang=ko", "family"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Noto Sans CJK" not in out
+
+
+def has_cjk(text: str) -> bool:
+    return any("\u1100" <= ch <= "\u11ff" or "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7a3"
+               for ch in text)
+
+
+class _Renderer:
+    """One warm kaleido/chromium, driven from an asyncio loop on a daemon thread.
+
+    Thread-safe: any thread (a Streamlit session, a deferred download) submits a render with
+    ``asyncio.run_coroutine_threadsafe``. kaleido's own ``start_sync_server`` is not used because
+    its call/return queues are shared without a lock, so two concurrent callers could receive
+    each other's images.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._kaleido = None
+        self._path: str | None = None
+
+    def _start(self) -> None:
+        reason = unavailable_reason()
+        if reason:
+            raise reason
+        path = browser_path()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="explorer-export", daemon=True)
+        thread.start()
+        try:
+            k = _kaleido_class()(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S)
+            asyncio.run_coroutine_threadsafe(k.open(), loop).result(START_TIMEOUT_S)
+        except Exception as e:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            if isinstance(e, ExportUnavailable):
+                raise
+            raise ExportUnavailable(f"chromium at {path} could not be started ({type(e).__name__}: "
+                                    f"{e}).") from None
+        self._loop, self._thread, self._kaleido, self._path = loop, thread, k, path
+
+    def ensure_started(self) -> None:
+        with self._lock:
+            if self._kaleido is None or (self._path != os.environ.get("BROWSER_PATH", self._path)):
+                self._stop_locked()
+                self._start()
+
+    def render(self, fig: dict, opts: dict) -> bytes:
+        error: Exception = ExportError("the export browser stopped unexpectedly")
+        for _attempt in (1, 2):
+            self.ensure_started()
+            with self._lock:
+                loop, k = self._loop, self._kaleido
+            if getattr(k, "broken", False) or not _alive(k):  # chromium died since last time
+                self.stop()
+                continue
+            if loop is None or k is None:
+                continue
+            future = asyncio.run_coroutine_threadsafe(k.calc_fig(fig, opts=opts), loop)
+            try:
+                return _wait(future, k)
+            except ExportError as e:
+                error = e
+            except Exception as e:  # a crashed browser or a figure plotly.js refused
+                error = ExportError(f"{opts.get('format', '?')} export failed: "
+                                    f"{type(e).__name__}: {e}")
+            # the browser may be broken: start a fresh one and try once more
+            self.stop()
+        raise error
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        loop, k, thread = self._loop, self._kaleido, self._thread
+        self._loop = self._kaleido = self._thread = None
+        if loop is None:
+            return
+        if k is not None:
+            try:
+                if hasattr(k, "settle"):
+                    asyncio.run_coroutine_threadsafe(k.settle(), loop).result(15)
+                asyncio.run_coroutine_threadsafe(k.close(), loop).result(15)
+            except Exception:  # already dead: nothing left to close
+                pass
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(5)
+
+
+def _alive(k) -> bool:
+    proc = getattr(k, "subprocess", None)
+    return proc is None or proc.poll() is None
+
+
+def _wait(future, k) -> bytes:
+    """The render's result; gives up early when chromium dies, else after the timeout."""
+    deadline = time.monotonic() + RENDER_TIMEOUT_S + 5
+    while True:
+        try:
+            return future.result(0.25)
+        except (FutureTimeout, asyncio.TimeoutError):
+            if not _alive(k):
+                future.cancel()
+                raise ExportError("chromium stopped during the export") from None
+            if time.monotonic() > deadline:
+                future.cancel()
+                raise ExportError(f"rendering took longer than {RENDER_TIMEOUT_S:.0f} s") from None
+
+
+def _kaleido_class():
+    """kaleido.Kaleido, returning each used tab to the pool in the background.
+
+    kaleido reloads the page after every render so that each figure starts clean; stock kaleido
+    makes the caller wait for that reload. Here the image is returned at once and the reload
+    runs while the user looks at it (the next render waits for the tab, as before).
+    """
+    base = kaleido.Kaleido
+    if not hasattr(base, "_return_kaleido_tab"):  # another kaleido version: keep its behaviour
+        return base
+
+    class _Kaleido(base):
+        broken = False
+
+        async def _return_kaleido_tab(self, tab) -> None:
+            pending = self.__dict__.setdefault("_pending", set())
+            task = asyncio.get_running_loop().create_task(self._reload(tab))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+        async def _reload(self, tab) -> None:
+            try:
+                await super()._return_kaleido_tab(tab)
+            except Exception:  # the browser is gone: the renderer starts a new one
+                self.broken = True
+
+        async def settle(self) -> None:
+            await asyncio.gather(*self.__dict__.get("_pending", ()), return_exceptions=True)
+
+    return _Kaleido
+
+
+_RENDERER = _Renderer()
+atexit.register(_RENDERER.stop)
+
+
+def warm_up() -> None:
+    """Start chromium now (e.g. when the app starts) so the first export is already fast."""
+    _RENDERER.ensure_started()
+
+
+def shutdown() -> None:
+    """Close the warm chromium (the next export starts a new one)."""
+    _RENDERER.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures to bytes
+# ---------------------------------------------------------------------------------------------
+
+def export_size(fig: go.Figure, theme: str = DEFAULT_THEME, width: int | None = None,
+                height: int | None = None) -> tuple[int, int]:
+    """Layout size of the exported figure.
+
+    Explicit arguments win; then the presentation theme's fixed 16:9 slide size; then the
+    figure's own size (as on screen); then the theme's default.
+    """
+    t = get_theme(theme)
+    if t.fixed_size:
+        return int(width or t.width), int(height or t.height)
+    return (int(width or fig.layout.width or t.width), int(height or fig.layout.height or t.height))
+
+
+def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | None = None,
+                 height: int | None = None) -> bytes:
+    """Render ``fig`` as png, svg or pdf. PNG pixel size = (width, height) × scale; SVG and PDF
+    are vector, at the layout size."""
+    fmt = fmt.lower()
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"unknown image format {fmt!r}; choose from {', '.join(IMAGE_FORMATS)}")
+    if not scale or scale <= 0:
+        raise ValueError("scale must be positive")
+    w, h = export_size(fig, width=width, height=height)
+    if fmt != "png":
+        scale = 1  # vector: the page keeps the layout size (1600×900 px → 1200×675 pt)
+    return _RENDERER.render(fig.to_dict(), {"format": fmt, "width": w, "height": h, "scale": scale})
+
+
+def table_bytes(df) -> bytes:
+    """CSV (UTF-8 with a byte-order mark, so spreadsheet programs read Korean tokens correctly)."""
+    return df.to_csv(index=True).encode("utf-8-sig")

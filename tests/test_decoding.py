@@ -367,6 +367,44 @@ def test_a_cache_that_overwrites_the_previous_key_is_caught(llama, monkeypatch):
     assert any("self_attn.hook_pattern" in b for b in bad)
 
 
+# --- the cache itself, and threads ------------------------------------------------------------------
+def test_kv_cache_grows_and_keeps_what_earlier_steps_saw():
+    g = torch.Generator().manual_seed(0)
+    cache, seen, ks = KVCache(), [], []
+    for n in (3, 1, 1, 1, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1):  # outgrows its buffer twice
+        k, v = torch.randn(2, 4, n, 8, generator=g), torch.randn(2, 4, n, 8, generator=g)
+        ks.append(k)
+        k_all, v_all = cache.append(k, v)
+        seen.append((k_all, torch.cat(ks, dim=2)))
+    assert cache.length == 23 and cache.k.shape[2] == 46  # buffers of 6, 22, then 46 positions
+    for k_all, want in seen:  # every view handed out still holds exactly the keys of its step
+        assert torch.equal(k_all, want)
+    fixed = KVCache(fixed=True)
+    k = torch.randn(2, 4, 7, 8)
+    assert fixed.append(k, k)[0] is k and fixed.length == 7
+
+
+def test_concurrent_generation_matches_sequential(seed):
+    import threading
+
+    texts = [["hello world"], ["안녕하세요"], ["attention", "a"], ["transformers are fun"]]
+    want = [seed.generate_with_cache(t) for t in texts]
+    got = [None] * len(texts)
+
+    def work(i):
+        got[i] = seed.generate_with_cache(texts[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for a, b in zip(got, want):
+        assert a.generated == b.generated and len(a) == len(b)
+        for sa, sb in zip(a.steps, b.steps):
+            assert sa.keys() == sb.keys() and all(torch.equal(sa[n], sb[n]) for n in sa)
+
+
 # --- the API -----------------------------------------------------------------------------------------
 def test_bad_arguments_are_refused_clearly(seed, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="max_new_tokens"):

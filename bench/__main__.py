@@ -4,7 +4,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench                         # everything (about 10-15 minutes on 2 cores)
     python -m bench --json bench/results/bench.json
     python -m bench --quick
-    python -m bench --only hooks,stages     # sections: hooks, stages, export, concurrency
+    python -m bench --only hooks,stages     # sections: hooks, stages, decoding, export, concurrency
     python -m bench --malloc default        # glibc's malloc defaults instead of the app's (explorer/memory.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
@@ -13,6 +13,9 @@ Figures (each a ratio of two things measured side by side in one run, where a ra
                   the app sends it) vs a new sentence (model run + the same), per model, at
                   16/128/512 tokens; the figures' payload (JSON bytes); target: a 512-token
                   heatmap < 2 MB
+  decoding        greedy decoding with the key/value cache vs without (every step recomputes
+                  every earlier position), alternating, the same tokens written: the seed model at
+                  64/128/512 input characters (as run_with_cache decodes), SmolLM2 writing 64 tokens
   export          cold and warm static export per format (bench/export_bench.py)
   concurrency     N simulated sessions against a real `streamlit run explorer/app.py` (hosted
                   mode, seed model), speaking Streamlit's websocket protocol: errors, p95 of a
@@ -70,6 +73,24 @@ def section_stages(models: dict, lengths: list[int], quick: bool) -> dict:
                 continue
             reps = 3 if quick else {16: 5, 128: 3}.get(n, 1)
             out[name][str(n)] = mb.stage_costs(m, name, n, reps)
+    return out
+
+
+DECODING_REPS = {64: 7, 128: 5, 512: 3}  # per input length; the uncached 512 takes ~10 s a run
+
+
+def section_decoding(models: dict, quick: bool) -> dict:
+    from . import models as mb
+
+    out = {}
+    if "seed" in models:
+        m, note = models["seed"]
+        lengths = [64] if quick else list(DECODING_REPS)
+        out["seed"] = {"note": note, "runs": [mb.seed_decoding(m, n, 3 if quick else DECODING_REPS[n])
+                                              for n in lengths]}
+    if "smollm2" in models:
+        m, note = models["smollm2"]
+        out["smollm2"] = {"note": note, "runs": [mb.llama_decoding(m, 16 if quick else 64, 3)]}
     return out
 
 
@@ -134,6 +155,11 @@ def targets(res: dict, full: bool) -> dict:
         if "512" in per:
             v = per["512"]["heatmap_max_bytes"]
             t[f"heatmap_512_bytes.{name}"] = {"value": v, "target": f"< {HEATMAP_LIMIT}", "ok": v < HEATMAP_LIMIT}
+    runs = [r for per in res.get("decoding", {}).values() for r in per["runs"]]
+    if runs:
+        t["decoding.same_tokens"] = {"value": all(r["same_output"] for r in runs),
+                                     "target": "cached and uncached decoding write the same tokens",
+                                     "ok": all(r["same_output"] for r in runs)}
     c = res.get("concurrency")
     if c and "errors" in c:
         ok = c["errors"] == 0 and c["p95_s"] <= P95_TARGET and c["server_alive"]
@@ -190,6 +216,17 @@ def table(res: dict) -> str:
                 L.append(f"{name:<10}{r['tokens']:>7}{r['n']:>3}{r['layer_change_s']:>10.3f}{r['new_sentence_s']:>9.3f}"
                          f"{r['new_over_change']:>9.2f}{fmt_mb(r['payload_total_bytes']):>8}"
                          f"{fmt_mb(r['heatmap_max_bytes']):>12}  {r['heatmap_max_stage']:<9}{ok:>5}")
+    if res.get("decoding"):
+        L.append("")
+        L.append("decoding: greedy with the key/value cache vs recomputing every earlier position at every "
+                 "step (uncached), alternating, medians")
+        L.append(f"{'model':<10}{'input':>14}{'written':>9}{'n':>3}{'cached s':>10}{'uncached s':>12}"
+                 f"{'uncached/cached':>17}  same tokens")
+        for name, per in res["decoding"].items():
+            for r in per["runs"]:
+                inp = (f"{r['chars']} chars" if "chars" in r else f"{r['prompt_tokens']} tokens")
+                L.append(f"{name:<10}{inp:>14}{r['written']:>9}{r['n']:>3}{r['cached_s']:>10.3f}"
+                         f"{r['uncached_s']:>12.3f}{r['speedup']:>17.2f}  {'yes' if r['same_output'] else 'NO'}")
     if "export" in res:
         L.append("")
         e = res["export"]
@@ -236,8 +273,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     p.add_argument("--quick", action="store_true", help="a short smoke run")
-    p.add_argument("--only", default="hooks,stages,export,concurrency",
-                   help="comma-separated sections (hooks, stages, export, concurrency)")
+    p.add_argument("--only", default="hooks,stages,decoding,export,concurrency",
+                   help="comma-separated sections (hooks, stages, decoding, export, concurrency)")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -250,7 +287,7 @@ def main(argv=None) -> int:
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "export", "concurrency"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "concurrency"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     try:
@@ -282,7 +319,7 @@ def main(argv=None) -> int:
                           "env": {k: v for k, v in os.environ.items()
                                   if k.startswith(("MALLOC_", "ATTENTION_EXPLORER_")) or k == "LD_PRELOAD"}}}
     models = {}
-    if only & {"hooks", "stages"}:
+    if only & {"hooks", "stages", "decoding"}:
         models, notes = mb.load_models(names)
         res["meta"]["notes"] += notes
         res["meta"]["models"] = {n: dict(m.info.as_dict(), note=note) for n, (m, note) in models.items()}
@@ -290,6 +327,8 @@ def main(argv=None) -> int:
         res["hook_overhead"] = section_hooks(models, a.quick)
     if "stages" in only:
         res["stages"] = section_stages(models, lengths, a.quick)
+    if "decoding" in only:
+        res["decoding"] = section_decoding(models, a.quick)
     if "export" in only:
         res["export"] = section_export(a.quick)
     if "concurrency" in only:

@@ -167,3 +167,42 @@ def stage_costs(m, name: str, n_tok: int, reps: int) -> dict:
             "payload_total_bytes": sum(sizes.values()), "heatmap_max_bytes": max(square.values()),
             "heatmap_max_stage": max(square, key=square.get), "largest_stage": big,
             "largest_bytes": sizes[big], "payload_bytes": sizes}
+
+
+# --- decoding with and without the key/value cache -------------------------------------------------
+
+STORY = "Once upon a time, in a small village by the sea, there lived"  # SmolLM2 writes 64 tokens on
+
+
+def seed_decoding(m, n_chars: int, reps: int) -> dict:
+    """The seed model's greedy decoding of one ``n_chars``-character input, as ``run_with_cache``
+    does it (up to the input length + 8 tokens), with the key/value cache and without (every step
+    recomputes every earlier position), alternating; both must write the same tokens."""
+    text = (LONG_TEXT * (1 + n_chars // len(LONG_TEXT)))[:n_chars]
+    _, src, truncated = m._source([text])
+    max_new = min(src.shape[1] + 8, m.cfg.max_len - 1)
+    written = {}
+
+    def decode(use_cache: bool):
+        written[use_cache] = m.greedy(src, max_new, use_cache=use_cache)
+
+    t = interleaved({"cached": lambda: decode(True), "uncached": lambda: decode(False)}, reps)
+    return {"chars": n_chars, "tokens": src.shape[1], "truncated": truncated[0],
+            "written": len(written[True][0]), "n": reps, "cached_s": med(t["cached"]),
+            "uncached_s": med(t["uncached"]), "speedup": med(t["uncached"]) / med(t["cached"]),
+            "same_output": written[True] == written[False]}
+
+
+def llama_decoding(m, n_new: int, reps: int, text: str = STORY) -> dict:
+    """A Llama decoder writing ``n_new`` tokens after ``text`` through ``generate_with_cache``
+    without hooks (``names=[]``), with the key/value cache and without, alternating."""
+    traces = {}
+
+    def decode(use_cache: bool):
+        traces[use_cache] = m.generate_with_cache([text], n_new, names=[], use_cache=use_cache)
+
+    t = interleaved({"cached": lambda: decode(True), "uncached": lambda: decode(False)}, reps)
+    return {"prompt_tokens": len(traces[True].input_token_ids[0]), "written": len(traces[True]),
+            "n": reps, "cached_s": med(t["cached"]), "uncached_s": med(t["uncached"]),
+            "speedup": med(t["uncached"]) / med(t["cached"]),
+            "same_output": traces[True].token_ids == traces[False].token_ids}

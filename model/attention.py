@@ -31,6 +31,45 @@ def causal_mask(t: int, device=None) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()[None, None]
 
 
+class KVCache:
+    """The keys and values one attention layer has computed so far in one decoding call.
+
+    Incremental decoding runs the decoder on the new token only; its attention needs the keys and
+    values of every earlier token, which this cache keeps. It belongs to the call (the caller makes
+    one per layer and drops it afterwards), never to the module: many threads may decode with the
+    same model at once. Keys and values are kept as they enter the dot product (after rotary,
+    repeated per query head), in a buffer that doubles when full; ``append`` returns views of it,
+    so what a hook saw at an earlier step stays valid (entries already written never change).
+    ``fixed`` (cross-attention): the keys/values of the encoder output are computed once, at the
+    first step, and reused as they are.
+    """
+
+    def __init__(self, capacity: int = 0, fixed: bool = False) -> None:
+        self.capacity, self.fixed = capacity, fixed
+        self.k: torch.Tensor | None = None  # (B, nh, capacity, hs)
+        self.v: torch.Tensor | None = None  # (B, nh, capacity, hs)
+        self.length = 0  # positions written so far
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write k, v (B, nh, T, hs) after the ones so far; return all of them (B, nh, length, hs)."""
+        B, nh, T, hs = k.shape
+        if self.fixed:  # written once, kept as it is
+            self.k, self.v, self.length = k, v, T
+            return k, v
+        end = self.length + T
+        if self.k is None or end > self.k.shape[2]:  # grow: a new buffer, the old one is left as is
+            size = max(self.capacity, 2 * end)
+            k_buf, v_buf = k.new_empty(B, nh, size, hs), v.new_empty(B, nh, size, hs)
+            if self.k is not None:
+                k_buf[:, :, : self.length] = self.k[:, :, : self.length]
+                v_buf[:, :, : self.length] = self.v[:, :, : self.length]
+            self.k, self.v = k_buf, v_buf
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
 class Attention(nn.Module):
     """Multi-head attention with separate W_Q, W_K, W_V, W_O; optional grouped K/V heads."""
 
@@ -73,23 +112,32 @@ class Attention(nn.Module):
         kv: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         """x: (B, Tq, d) queries; kv: (B, Tk, d) keys/values (default x); mask broadcastable
-        to (B, 1, Tq, Tk), True where allowed; rotary: (cos, sin) tables for (Tq == Tk)."""
+        to (B, 1, Tq, Tk), True where allowed; rotary: (cos, sin) tables for the positions of x
+        ((Tq, hs), or (B, 1, Tq, hs) for per-sentence positions); cache: the keys/values of this
+        call's earlier steps: the new ones are appended and the attention reads them all (then
+        Tk = earlier + new, and the mask covers every key so far)."""
         kv = x if kv is None else kv
         B, Tq, _ = x.shape
-        Tk = kv.shape[1]
         q = self._heads(self.W_Q(x), self.n_heads)  # (B, nh, Tq, hs)
-        k = self._heads(self.W_K(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
-        v = self._heads(self.W_V(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
         if rotary is not None:
-            cos, sin = rotary
-            q = apply_rotary(q, cos, sin)
-            k = apply_rotary(k, cos, sin)
-        group = self.n_heads // self.n_kv_heads
-        if group > 1:  # grouped-query attention: each K/V head serves `group` query heads
-            k = k.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
-            v = v.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
+            q = apply_rotary(q, *rotary)
+        if cache is not None and cache.fixed and cache.k is not None:
+            k, v = cache.k, cache.v  # cross-attention: the encoder's keys/values, from the first step
+        else:
+            k = self._heads(self.W_K(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
+            v = self._heads(self.W_V(kv), self.n_kv_heads)  # (B, nkv, Tk, hs)
+            if rotary is not None:
+                k = apply_rotary(k, *rotary)
+            group = self.n_heads // self.n_kv_heads
+            if group > 1:  # grouped-query attention: each K/V head serves `group` query heads
+                k = k.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
+                v = v.repeat_interleave(group, dim=1)  # (B, nh, Tk, hs)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, nh, Tk, hs): every key and value so far
+        Tk = k.shape[2]
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
 
         scores = self.hook_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, nh, Tq, Tk)
@@ -98,7 +146,7 @@ class Attention(nn.Module):
         mask = self.hook_mask(mask.expand(B, 1, Tq, Tk))  # (B, 1, Tq, Tk)
         masked = self.hook_masked_scores(scores.masked_fill(~mask, float("-inf")))
         pattern = torch.softmax(masked, dim=-1)
-        # a row with no allowed key (never produced by the models here) gives zeros, not NaN
+        # a row with no allowed key (a pad query of a left-padded prompt, in generation) gives zeros, not NaN
         pattern = self.hook_pattern(torch.where(mask.any(-1, keepdim=True), pattern, 0.0))
         z = self.hook_z(pattern @ v)  # (B, nh, Tq, hs)
         z = z.transpose(1, 2).reshape(B, Tq, self.n_heads * self.d_head)  # (B, Tq, nh*hs)

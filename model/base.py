@@ -60,6 +60,113 @@ class Output:
 HookScope = Callable[[], ContextManager]
 
 
+@dataclass
+class StepTop:
+    """The next-token distribution of one decoding step: the most likely tokens, and the one written."""
+
+    ids: torch.Tensor  # (B, n) the n most likely next tokens, most likely first
+    probs: torch.Tensor  # (B, n) their probabilities: softmax of the logits (temperature 1)
+    tokens: list[list[str]]  # (B, n) as people read them (``model.token_text``)
+    chosen: torch.Tensor  # (B,) the token written (the pad token for a sentence already finished)
+    chosen_prob: torch.Tensor  # (B,) its probability under the model (temperature 1)
+    chosen_token: list[str]  # (B,)
+    sampled_from: torch.Tensor | None = None  # (B, n) sampling only: the probabilities of ``ids``
+    # in the distribution the token was drawn from (temperature and top-k applied)
+
+
+@dataclass
+class Trace:
+    """Token-by-token decoding with a key/value cache, and what the hooks saw at every step.
+
+    Step t runs the decoder on one token (the one at column ``query[t]`` of the decoder input)
+    and chooses the token written next. Decoder self-attention hooks at step t have query length 1
+    and key length = the tokens so far (``query[t] + 1``); cross-attention (seed) has key length =
+    the source length. ``prompt`` holds the hooks of the pass that reads the input once, before
+    step 0: the encoder (seed), or the prompt without its last token (Llama; empty when the prompt
+    is one token). Llama prompts are left-padded, so that every sentence's new token sits in the
+    same column; each sentence keeps its own positions (``positions``: 0 at its first real token),
+    so its numbers are those of the sentence alone.
+    """
+
+    texts: list[str]
+    generated: list[str]  # per sentence, the text written (without the end token)
+    tokens: list[list[str]]  # per sentence, the tokens written, in order (an end token included)
+    token_ids: list[list[int]]
+    steps: list[dict[str, torch.Tensor]]  # steps[t][hook name]: what the hook saw at step t
+    top: list[StepTop]  # per step, the next-token candidates and the choice
+    prompt: dict[str, torch.Tensor]  # hooks of reading the input, once before step 0
+    input_tokens: list[list[str]]  # per sentence (unpadded): the encoder's tokens / the prompt's
+    input_token_ids: list[list[int]]
+    decoder_tokens: list[list[str]]  # per sentence, the decoder input as laid out in the tensors
+    decoder_token_ids: list[list[int]]  # (pads included); step t's keys are [:query[t] + 1]
+    query: list[int]  # per step, the column of the decoder input it runs on
+    positions: torch.Tensor  # (B, T) the position of each decoder column (rotary / sinusoidal)
+    active: torch.Tensor  # (steps, B) bool: the sentence was still writing at that step
+    use_cache: bool = True  # False: every step recomputed every earlier position (full-length hooks)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+class Recorder:
+    """One ``generate_with_cache`` call's hook capture and token choice (never on the model)."""
+
+    def __init__(self, model: "HookedModel", names: list[str], temperature: float = 0.0,
+                 top_k: int | None = None, seed: int = 0, n_top: int = 5) -> None:
+        self.model, self.names, self.order = model, names, model.hook_names
+        self.temperature, self.top_k = temperature, top_k
+        self.n_top = min(n_top, model.info.vocab_size)
+        # sampling draws from this call's own generator, never from the global one
+        self.generator = torch.Generator().manual_seed(seed) if temperature > 0 else None
+        self.prompt_store: dict[str, torch.Tensor] = {}
+        self.steps: list[dict[str, torch.Tensor]] = []
+        self.top: list[StepTop] = []
+        self.active: list[torch.Tensor] = []
+
+    def prompt(self) -> ContextManager:
+        """Capture the hooks of the pass that reads the input."""
+        return hooks(capture(self.names, self.prompt_store))
+
+    def step(self) -> ContextManager:
+        """Capture the hooks of the next step into a dict of its own."""
+        self.steps.append({})
+        return hooks(capture(self.names, self.steps[-1]))
+
+    def choose(self, logits: torch.Tensor, active: torch.Tensor, pad_id: int) -> torch.Tensor:
+        """logits (B, V) of the step -> the token each sentence writes (B,); pad where finished."""
+        logits = logits.float()
+        probs = torch.softmax(logits, dim=-1)  # (B, V)
+        top_p, top_i = probs.topk(self.n_top, dim=-1)  # (B, n)
+        sampled_from = None
+        if self.temperature == 0:
+            chosen = logits.argmax(-1)  # (B,) greedy
+        else:
+            z = logits / self.temperature
+            if self.top_k is not None:  # keep the k most likely, drop the rest
+                kth = z.topk(min(self.top_k, z.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
+                z = z.masked_fill(z < kth, float("-inf"))
+            p = torch.softmax(z, dim=-1)  # (B, V) the distribution drawn from
+            chosen = torch.multinomial(p, 1, generator=self.generator).squeeze(-1)  # (B,)
+            sampled_from = p.gather(-1, top_i)
+        chosen = torch.where(active, chosen, torch.full_like(chosen, pad_id))
+        text = self.model.token_text
+        self.top.append(StepTop(
+            ids=top_i, probs=top_p, tokens=[[text(i) for i in row] for row in top_i.tolist()],
+            chosen=chosen, chosen_prob=probs.gather(-1, chosen[:, None]).squeeze(-1),
+            chosen_token=[text(i) for i in chosen.tolist()], sampled_from=sampled_from))
+        self.active.append(active.clone())
+        return chosen
+
+    def ordered(self, store: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {n: store[n] for n in self.order if n in store}
+
+    def trace(self, batch: int, **fields) -> Trace:
+        """The Trace of this call: the steps, choices and prompt recorded here, plus ``fields``."""
+        active = torch.stack(self.active) if self.active else torch.zeros(0, batch, dtype=torch.bool)
+        return Trace(steps=[self.ordered(s) for s in self.steps], top=self.top,
+                     prompt=self.ordered(self.prompt_store), active=active, **fields)
+
+
 class HookedModel(nn.Module):
     """An architecture whose every intermediate tensor passes through a named HookPoint."""
 
@@ -94,6 +201,46 @@ class HookedModel(nn.Module):
         """The same forward pass with no hooks at all."""
         out, _ = self._run(self._check_texts(texts), contextlib.nullcontext)
         return out
+
+    def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                  use_cache: bool) -> Trace:
+        """Decode token by token, entering ``rec.prompt()`` / ``rec.step()`` around each pass."""
+        raise TypeError(f"{self.info.name} is an {self.info.kind} model: it has no decoder that "
+                        f"writes text; generate with the seed model or a Llama decoder (smollm2)")
+
+    @torch.inference_mode()
+    def generate_with_cache(
+        self, texts: str | Sequence[str], max_new_tokens: int | None = None, *,
+        names: Iterable[str] | None = None, temperature: float = 0.0, top_k: int | None = None,
+        seed: int = 0, n_top: int = 5, use_cache: bool = True,
+    ) -> Trace:
+        """Write up to ``max_new_tokens`` tokens per sentence, one decoder step at a time, and
+        record what the hooks saw at every step (``trace.steps[t][name]``).
+
+        Each step runs the decoder on the new token only and keeps every layer's keys and values
+        in a key/value cache (``use_cache=False`` recomputes every earlier position at every step
+        instead, as decoding without a cache does; its hooks then have full length). Greedy by
+        default; ``temperature > 0`` samples (optionally from the ``top_k`` most likely tokens)
+        with a generator seeded by ``seed``, so a call is reproducible. ``n_top`` candidates per
+        step are kept in ``trace.top``. ``max_new_tokens`` defaults to the source length + 8
+        (seed, as ``run_with_cache``) or 32 (Llama), and is cut to what the model's positions allow.
+        """
+        texts = self._check_texts(texts)
+        wanted = self.hook_names if names is None else list(names)
+        unknown = set(wanted) - set(self.hook_names)
+        if unknown:
+            raise KeyError(f"unknown hook names: {sorted(unknown)[:5]}")
+        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                           or max_new_tokens < 1):
+            raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
+        if not (isinstance(temperature, (int, float)) and 0 <= temperature < float("inf")):
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), not {temperature!r}")
+        if top_k is not None and (temperature == 0 or not isinstance(top_k, int) or top_k < 1):
+            raise ValueError("top_k must be a whole number >= 1 and needs temperature > 0 (sampling)")
+        if not isinstance(n_top, int) or n_top < 1:
+            raise ValueError(f"n_top must be a whole number >= 1, not {n_top!r}")
+        rec = Recorder(self, wanted, float(temperature), top_k, seed, n_top)
+        return self._generate(texts, max_new_tokens, rec, use_cache)
 
     @torch.inference_mode()
     def run_with_cache(

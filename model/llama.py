@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .attention import Attention, causal_mask
-from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .attention import Attention, KVCache, causal_mask
+from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
 from .hooks import Cache, HookPoint
 from .positional import rotary_tables
 from .registry import WeightsError
@@ -91,8 +91,8 @@ class LlamaBlock(nn.Module):
         self.mlp = SwiGLU(cfg.d_model, cfg.d_ff)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, rotary) -> torch.Tensor:
-        x = x + self.self_attn(self.ln1(x), mask=mask, rotary=rotary)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, rotary, kv: KVCache | None = None) -> torch.Tensor:
+        x = x + self.self_attn(self.ln1(x), mask=mask, rotary=rotary, cache=kv)
         x = x + self.mlp(self.ln2(x))
         return self.hook_resid_post(x)
 
@@ -106,12 +106,19 @@ class LlamaDecoder(nn.Module):
         self.blocks = nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None,
+                kv: list[KVCache] | None = None) -> torch.Tensor:
+        """ids (B, T); mask (B, 1, T, Tk); positions (B, T), each sentence's own (default 0..T-1);
+        kv: per block, this call's key/value caches (then Tk = the earlier tokens + T)."""
         T = ids.shape[1]
         x = self.hook_embed(self.embed(ids))  # (B, T, d)
-        rotary = rotary_tables(torch.arange(T), self.cfg.d_head, self.cfg.rope_base)  # 2 × (T, hs)
-        for block in self.blocks:
-            x = block(x, mask, rotary)
+        if positions is None:
+            rotary = rotary_tables(torch.arange(T), self.cfg.d_head, self.cfg.rope_base)  # 2 × (T, hs)
+        else:
+            cos, sin = rotary_tables(positions, self.cfg.d_head, self.cfg.rope_base)  # 2 × (B, T, hs)
+            rotary = cos[:, None], sin[:, None]  # 2 × (B, 1, T, hs): the same for every head
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, rotary, None if kv is None else kv[i])
         return self.norm(x)
 
 
@@ -137,8 +144,12 @@ class Llama(HookedModel):
         real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T) True for real tokens
         mask = causal_mask(T) & real[:, None, None, :]  # (B, 1, T, T)
         h = self.decoder(ids, mask)
+        return self.unembed(h), h
+
+    def unembed(self, h: torch.Tensor) -> torch.Tensor:
+        """The last stream (.., d) -> logits (.., vocab)."""
         W_out = self.decoder.embed.weight if self.lm_head is None else self.lm_head.weight
-        return h @ W_out.T, h
+        return h @ W_out.T
 
     def token_text(self, token_id: int) -> str:
         """ "ĠParis" -> " Paris": byte-level tokens as readable text."""
@@ -146,9 +157,8 @@ class Llama(HookedModel):
 
         return display_token(self.tokenizer.id_to_token(token_id))
 
-    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
-        from .gguf_tokenizer import display_token
-
+    def _prompts(self, texts: list[str]):
+        """Tokenize and cut to max_len: (encodings, truncated); an empty sentence becomes BOS."""
         tt, cfg = self.tokenizer, self.cfg
         encs = tt.encode(texts)
         truncated = [len(e.ids) > cfg.max_len for e in encs]
@@ -158,6 +168,13 @@ class Llama(HookedModel):
             if not e.ids:
                 raise ValueError("a sentence gave no tokens at all; type at least one character")
             e.ids, e.tokens, e.offsets = e.ids[: cfg.max_len], e.tokens[: cfg.max_len], e.offsets[: cfg.max_len]
+        return encs, truncated
+
+    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+        from .gguf_tokenizer import display_token
+
+        tt = self.tokenizer
+        encs, truncated = self._prompts(texts)
         ids = pad_batch([e.ids for e in encs], tt.pad_id)  # (B, T)
         lengths = torch.tensor([len(e.ids) for e in encs])
         with scope():
@@ -165,6 +182,66 @@ class Llama(HookedModel):
         cache = Cache(tokens=[[display_token(t) for t in e.tokens] for e in encs],
                       token_ids=[e.ids for e in encs], offsets=[e.offsets for e in encs])
         return Output(logits=logits, hidden=hidden, truncated=truncated), cache
+
+    def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                  use_cache: bool) -> Trace:
+        """Greedy or sampled decoding of a batch of prompts, one token per step.
+
+        The prompts are left-padded to a common length P, so that the token each step runs on
+        sits in the same column for every sentence; each sentence keeps its own positions (0 at
+        its first real token), so its rotary angles, and therefore all its numbers, are those of
+        the sentence alone. Pad keys are masked; a pad query (left of a short prompt) has no key
+        to look at, and its pattern row is all zeros. With the cache, the prompt but its last
+        token is read once (``trace.prompt``); step t runs on column P-1+t (step 0: the prompt's
+        last token) and chooses the next token. Each sentence stops at its end token (then pads).
+        """
+        tt, cfg = self.tokenizer, self.cfg
+        encs, _ = self._prompts(texts)
+        B, P = len(encs), max(len(e.ids) for e in encs)
+        if P >= cfg.max_len:
+            raise ValueError(f"the prompt takes all {cfg.max_len} positions of {self.info.name}: "
+                             f"no room to write; give a shorter prompt")
+        max_new = min(32 if max_new_tokens is None else max_new_tokens, cfg.max_len - P)
+        n_pad = torch.tensor([P - len(e.ids) for e in encs])  # (B,)
+        ids = torch.full((B, P), tt.pad_id, dtype=torch.long)  # (B, P) left-padded
+        for b, e in enumerate(encs):
+            ids[b, P - len(e.ids):] = torch.tensor(e.ids, dtype=torch.long)
+        columns = torch.arange(P)[None, :]  # (1, P)
+        real = columns >= n_pad[:, None]  # (B, P) True for real tokens
+        positions = (columns - n_pad[:, None]).clamp(min=0)  # (B, P) each sentence's own positions
+
+        kv = [KVCache(P + max_new) for _ in self.decoder.blocks] if use_cache else None
+        if use_cache and P > 1:
+            with rec.prompt():
+                self.decoder(ids[:, : P - 1], causal_mask(P - 1) & real[:, None, None, : P - 1],
+                             positions[:, : P - 1], kv)
+        done = torch.zeros(B, dtype=torch.bool)
+        for t in range(max_new):
+            c = P - 1 + t  # the column this step runs on; ids holds columns 0..c
+            with rec.step():
+                if use_cache:  # the new token sees every real token so far: causal by construction
+                    h = self.decoder(ids[:, c:], real[:, None, None, :], positions[:, c:], kv)  # (B, 1, d)
+                else:  # every earlier position again
+                    h = self.decoder(ids, causal_mask(c + 1) & real[:, None, None, :], positions)  # (B, c+1, d)
+            nxt = rec.choose(self.unembed(h[:, -1]), ~done, tt.pad_id)  # (B,)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            real = torch.cat([real, ~done[:, None]], dim=1)
+            positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+            if tt.eos_id is not None:
+                done |= nxt == tt.eos_id
+            if done.all():
+                break
+
+        written = [ids[b, P:][real[b, P:]].tolist() for b in range(B)]  # the end token included
+        text = [w[:-1] if w and w[-1] == tt.eos_id else w for w in written]
+        return rec.trace(
+            B, texts=texts, generated=[tt.tok.decode(w, skip_special_tokens=False) for w in text],
+            tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,
+            input_tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+            input_token_ids=[e.ids for e in encs],
+            decoder_tokens=[[self.token_text(i) for i in row] for row in ids.tolist()],
+            decoder_token_ids=ids.tolist(), query=[P - 1 + t for t in range(len(rec.steps))],
+            positions=positions, use_cache=use_cache)
 
 
 # --- reading a GGUF ----------------------------------------------------------------------

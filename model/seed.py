@@ -10,6 +10,8 @@ The padding mask hides pad keys everywhere; the decoder's self-attention adds th
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, fields
@@ -18,8 +20,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .attention import Attention, causal_mask, padding_mask
-from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .attention import Attention, KVCache, causal_mask, padding_mask
+from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
 from .hooks import Cache, HookPoint
 from .positional import sinusoidal
 from .tokenizer import TextTokenizer, char_tokenizer, decode_chars
@@ -93,9 +95,11 @@ class DecoderBlock(nn.Module):
         self.ln3 = nn.LayerNorm(cfg.d_model)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
-    def forward(self, x, memory, self_mask, cross_mask) -> torch.Tensor:
-        x = self.ln1(x + self.self_attn(x, mask=self_mask))
-        x = self.ln2(x + self.cross_attn(x, kv=memory, mask=cross_mask))
+    def forward(self, x, memory, self_mask, cross_mask, kv=None) -> torch.Tensor:
+        """kv: this call's (self-attention, cross-attention) key/value caches, step by step."""
+        self_kv, cross_kv = kv or (None, None)
+        x = self.ln1(x + self.self_attn(x, mask=self_mask, cache=self_kv))
+        x = self.ln2(x + self.cross_attn(x, kv=memory, mask=cross_mask, cache=cross_kv))
         x = self.ln3(x + self.ffn(x))
         return self.hook_resid_post(x)
 
@@ -110,9 +114,10 @@ class Stack(nn.Module):
         self.register_buffer("pe", sinusoidal(cfg.max_len, cfg.d_model, cfg.pe_base), persistent=False)
         self.blocks = nn.ModuleList(block(cfg) for _ in range(n))
 
-    def embed(self, tok_emb: torch.Tensor) -> torch.Tensor:
+    def embed(self, tok_emb: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """tok_emb (B, T, d) holds positions start..start+T-1 (start > 0: one decoding step)."""
         T = tok_emb.shape[1]
-        return self.hook_embed(tok_emb) + self.hook_pos_embed(self.pe[:T].unsqueeze(0))
+        return self.hook_embed(tok_emb) + self.hook_pos_embed(self.pe[start : start + T].unsqueeze(0))
 
 
 class Encoder(Stack):
@@ -130,11 +135,17 @@ class Decoder(Stack):
     def __init__(self, cfg: SeedConfig) -> None:
         super().__init__(cfg, DecoderBlock, cfg.n_decoder_layers)
 
-    def forward(self, tok_emb, memory, self_mask, cross_mask) -> torch.Tensor:
-        x = self.embed(tok_emb)
-        for block in self.blocks:
-            x = block(x, memory, self_mask, cross_mask)
+    def forward(self, tok_emb, memory, self_mask, cross_mask, kv=None, start: int = 0) -> torch.Tensor:
+        """kv: per block, this call's key/value caches (``new_kv``); start: the position of the
+        first token of tok_emb (the earlier ones are in the caches)."""
+        x = self.embed(tok_emb, start)
+        for i, block in enumerate(self.blocks):
+            x = block(x, memory, self_mask, cross_mask, None if kv is None else kv[i])
         return x
+
+    def new_kv(self, capacity: int = 0) -> list[tuple[KVCache, KVCache]]:
+        """Empty key/value caches for one decoding call: per block, (self-attention, cross-attention)."""
+        return [(KVCache(capacity), KVCache(fixed=True)) for _ in self.blocks]
 
 
 class SeedTransformer(HookedModel):
@@ -176,37 +187,72 @@ class SeedTransformer(HookedModel):
             h = h[:, -1:]
         return h @ self.embedding.weight.T  # tied output projection
 
+    def decode_step(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+                    kv: list[tuple[KVCache, KVCache]]) -> torch.Tensor:
+        """Logits (B, vocab) for the last token of ``tgt`` (B, T), running the decoder on that
+        token only: the earlier tokens' keys and values come from ``kv`` (this call's caches,
+        which the step extends by one position)."""
+        p = tgt.shape[1] - 1  # the new token's position
+        self_mask = padding_mask(tgt, self.cfg.pad_id)  # (B, 1, 1, T): every real token so far
+        h = self.decoder(self.embed_tokens(tgt[:, p:]), memory, self_mask, src_mask, kv=kv, start=p)  # (B, 1, d)
+        return (h @ self.embedding.weight.T)[:, -1]  # (B, vocab)
+
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
 
-    @torch.inference_mode()
-    def greedy(self, src: torch.Tensor, max_new: int) -> list[list[int]]:
-        """Greedy decoding; each sentence stops at </s>. Returns ids without <s>/</s>."""
+    def _decode_loop(self, memory, src_mask, max_new: int, choose, use_cache: bool = True,
+                     step_scope: HookScope = contextlib.nullcontext) -> torch.Tensor:
+        """Write up to ``max_new`` tokens after <s>; each sentence stops at </s> (then pads).
+
+        choose(logits (B, vocab), active (B,)) -> next ids (B,), the pad id where not active.
+        Returns the decoder input (B, 1 + steps): <s>, then what was written."""
         cfg = self.cfg
-        memory, src_mask = self.encode(src)
-        B = src.shape[0]
-        tgt = torch.full((B, 1), cfg.bos_id, dtype=torch.long)
+        B = memory.shape[0]
+        tgt = torch.full((B, 1), cfg.bos_id, dtype=torch.long)  # (B, 1)
         done = torch.zeros(B, dtype=torch.bool)
+        kv = self.decoder.new_kv(capacity=1 + max_new) if use_cache else None
         for _ in range(max_new):
-            nxt = self.decode(tgt, memory, src_mask, last_only=True)[:, -1].argmax(-1)  # (B,)
-            nxt = torch.where(done, torch.full_like(nxt, cfg.pad_id), nxt)
+            with step_scope():
+                if use_cache:
+                    logits = self.decode_step(tgt, memory, src_mask, kv)  # (B, vocab)
+                else:  # every earlier position again
+                    logits = self.decode(tgt, memory, src_mask, last_only=True)[:, -1]  # (B, vocab)
+            nxt = choose(logits, ~done)  # (B,)
             tgt = torch.cat([tgt, nxt[:, None]], dim=1)
             done |= nxt == cfg.eos_id
             if done.all():
                 break
-        out = []
-        for row in tgt[:, 1:].tolist():
-            ids = []
-            for i in row:
-                if i in (cfg.eos_id, cfg.pad_id):
-                    break
-                ids.append(i)
-            out.append(ids)
-        return out
+        return tgt
+
+    def _argmax(self, logits: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        return torch.where(active, logits.argmax(-1), self.cfg.pad_id)  # (B,)
+
+    @torch.inference_mode()
+    def greedy(self, src: torch.Tensor, max_new: int, use_cache: bool = True) -> list[list[int]]:
+        """Greedy decoding; each sentence stops at </s>. Returns ids without <s>/</s>.
+
+        With ``use_cache`` each step runs the decoder on the new token only, reading the earlier
+        tokens' keys and values from a key/value cache; without, every step recomputes every
+        earlier position (the same tokens, more slowly: kept for the tests and the benchmark)."""
+        memory, src_mask = self.encode(src)
+        tgt = self._decode_loop(memory, src_mask, max_new, self._argmax, use_cache)
+        return [self._written(row)[0] for row in tgt[:, 1:].tolist()]
+
+    def _written(self, row: list[int]) -> tuple[list[int], list[int]]:
+        """A row of written ids -> (the text's ids, the same with the </s> if one was written)."""
+        ids = []
+        for i in row:
+            if i == self.cfg.eos_id:
+                return ids, ids + [i]
+            if i == self.cfg.pad_id:
+                break
+            ids.append(i)
+        return ids, ids
 
     # --- the hook contract ------------------------------------------------------------
-    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+    def _source(self, texts: list[str]):
+        """Tokenize, cut to max_len (keeping the final </s>), right-pad: (encodings, src (B, S), truncated)."""
         tt, cfg = self.tokenizer, self.cfg
         encs = tt.encode(texts)
         truncated = [len(e.ids) > cfg.max_len for e in encs]
@@ -215,7 +261,11 @@ class SeedTransformer(HookedModel):
                 e.ids = e.ids[: cfg.max_len - 1] + [cfg.eos_id]
                 e.tokens = e.tokens[: cfg.max_len - 1] + [tt.id_to_token(cfg.eos_id)]
                 e.offsets = e.offsets[: cfg.max_len - 1] + [(0, 0)]
-        src = pad_batch([e.ids for e in encs], cfg.pad_id)  # (B, S)
+        return encs, pad_batch([e.ids for e in encs], cfg.pad_id), truncated  # src: (B, S)
+
+    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+        tt, cfg = self.tokenizer, self.cfg
+        encs, src, truncated = self._source(texts)
         max_new = min(src.shape[1] + 8, cfg.max_len - 1)
         generated = self.greedy(src, max_new)
         dec_ids = [[cfg.bos_id] + g[: cfg.max_len - 1] for g in generated]
@@ -230,6 +280,29 @@ class SeedTransformer(HookedModel):
         )
         out = Output(logits=logits, generated=[decode_chars(tt, g) for g in generated], truncated=truncated)
         return out, cache
+
+    def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                  use_cache: bool) -> Trace:
+        """The encoder once (``trace.prompt``), then one decoder step per token written: step t
+        runs on the decoder input at position t (<s> at step 0) and chooses the token after it."""
+        tt, cfg = self.tokenizer, self.cfg
+        encs, src, _ = self._source(texts)
+        default = src.shape[1] + 8  # as run_with_cache
+        max_new = min(default if max_new_tokens is None else max_new_tokens, cfg.max_len - 1)
+        with rec.prompt():
+            memory, src_mask = self.encode(src)
+        choose = functools.partial(rec.choose, pad_id=cfg.pad_id)
+        tgt = self._decode_loop(memory, src_mask, max_new, choose, use_cache, rec.step)  # (B, 1 + steps)
+        written = [self._written(row) for row in tgt[:, 1:].tolist()]
+        dec_ids = tgt.tolist()
+        return rec.trace(
+            len(texts), texts=texts, generated=[decode_chars(tt, ids) for ids, _ in written],
+            tokens=[[tt.id_to_token(i) for i in ids] for _, ids in written],
+            token_ids=[ids for _, ids in written],
+            input_tokens=[e.tokens for e in encs], input_token_ids=[e.ids for e in encs],
+            decoder_tokens=[[tt.id_to_token(i) for i in row] for row in dec_ids],
+            decoder_token_ids=dec_ids, query=list(range(tgt.shape[1] - 1)),
+            positions=torch.arange(tgt.shape[1]).expand(len(texts), -1), use_cache=use_cache)
 
     # --- weights ----------------------------------------------------------------------
     def save(self, path: str | Path, extra: dict | None = None) -> None:

@@ -10,7 +10,7 @@ existing hook points; ``HookedModel.run`` / ``run_with_cache`` activate them for
 in the run's own context (a ``contextvars`` variable), so other sessions never see them.
 
     edit                      hook point          what it does
-    no_scale, scale=X         hook_scores         scores · X·√d_k   (X instead of 1/√d_k; no_scale: X = 1)
+    no_scale, scale=X         hook_scores         scores · X·√d_k   (X replaces 1/√d_k; no_scale: X = 1)
     temperature=T             hook_scores         scores / T        (softmax(masked / T))
     no_padding                hook_mask           pad keys allowed (the causal rule still holds)
     no_causal                 hook_mask           later keys allowed (padding still hides pad keys)
@@ -211,6 +211,8 @@ class Edits:
     items: tuple = field(default=())
 
     def __post_init__(self) -> None:
+        if isinstance(self.items, str):
+            raise TypeError("Edits takes edit objects; for the string form use model.edits.parse")
         object.__setattr__(self, "items", _canonical(self.items))
 
     def __str__(self) -> str:

@@ -133,14 +133,20 @@ def test_edit_objects_validate_themselves():
         Ablate("encoder.self_attn", True, 0)
     with pytest.raises(TypeError, match="not an edit"):
         E.as_edits([NoCausal(), 3])
-    assert Scale(2) == Scale(2.0) and hash(Ablate("encoder.self_attn", 0)) == hash(Ablate("encoder.self_attn", 0, None))
+    with pytest.raises(TypeError, match="parse"):
+        Edits("no_causal")
+    assert Scale(2) == Scale(2.0)
+    assert hash(Ablate("encoder.self_attn", 0)) == hash(Ablate("encoder.self_attn", 0, None))
+    assert E.as_edits([NoPosition(), NoPadding()]) == parse("no_padding,no_position")
 
 
 def test_edits_are_checked_against_the_model(seed, bert, llama):
     cases = [
-        (seed, "ablate=decoder.cross_attn:2:0", r"layer 2 is out of range; seed's decoder.cross_attn has layers 0–1"),
+        (seed, "ablate=decoder.cross_attn:2:0",
+         r"layer 2 is out of range; seed's decoder.cross_attn has layers 0–1"),
         (seed, "ablate=encoder.self_attn:0:4", r"head 4 is out of range; seed has heads 0–3"),
-        (bert, "ablate=decoder.cross_attn:0:0", r"has no decoder.cross_attn; its blocks are encoder.self_attn"),
+        (bert, "ablate=decoder.cross_attn:0:0",
+         r"has no decoder.cross_attn; its blocks are encoder.self_attn"),
         (llama, "ablate=encoder.self_attn:0:*", r"its blocks are decoder.self_attn"),
     ]
     for m, text, message in cases:
@@ -174,7 +180,8 @@ def test_no_causal_puts_weight_above_the_diagonal(seed, llama):
 
 def test_mask_edits_split_padding_from_causal_on_a_padded_batch(seed):
     texts = ["abcdefgh", "ab", "abcde"]
-    runs = {e: seed.run_with_cache(texts, edits=e)[1] for e in ("", "no_padding", "no_causal", "no_padding,no_causal")}
+    runs = {e: seed.run_with_cache(texts, edits=e)[1]
+            for e in ("", "no_padding", "no_causal", "no_padding,no_causal")}
     for e, c in runs.items():
         T = max(len(d) for d in c.decoder_token_ids)
         real = torch.tensor([[j < len(d) for j in range(T)] for d in c.decoder_token_ids])  # (B, T)
@@ -210,7 +217,8 @@ def test_no_padding_makes_the_short_sentence_differ_from_itself_alone(seed, smal
     _, alone = llama.run_with_cache(["a dog"], edits="no_padding")
     _, batch = llama.run_with_cache(["the cat sat on the mat.", "a dog"], edits="no_padding")
     n = len(alone.token_ids[0])
-    assert torch.allclose(batch["decoder.blocks.1.hook_resid_post"][1, :n], alone["decoder.blocks.1.hook_resid_post"][0], atol=1e-5)
+    last = "decoder.blocks.1.hook_resid_post"
+    assert torch.allclose(batch[last][1, :n], alone[last][0], atol=1e-5)
     assert batch["decoder.blocks.0.self_attn.hook_pattern"][1, :, n:, n:].sum() > 0  # pad rows see pad keys
 
 
@@ -228,7 +236,8 @@ def test_temperature_divides_the_scores_and_raises_the_entropy(seed, llama):
         rows = mask.sum(-1) > 1  # rows with a choice to make
         h0, h_hot, h_cold = (entropy(c[f"{name}.hook_pattern"])[rows] for c in (intact, hot, cold))
         assert (h_hot > h0 + 1e-6).all()
-        assert (h_cold <= h0 + 1e-7).all() and h_cold.mean() < h0.mean() - 0.1  # some rows are one-hot already
+        # some rows are one-hot already: they cannot get sharper
+        assert (h_cold <= h0 + 1e-7).all() and h_cold.mean() < h0.mean() - 0.1
 
 
 def test_scale_replaces_one_over_sqrt_dk(seed, bert):
@@ -237,13 +246,15 @@ def test_scale_replaces_one_over_sqrt_dk(seed, bert):
             _, c = m.run_with_cache([PHRASE], edits=e)
             q, k = c[f"{name}.hook_q"], c[f"{name}.hook_k"]
             assert torch.allclose(c[f"{name}.hook_scores"], q @ k.transpose(-2, -1) * x, rtol=1e-5, atol=1e-5)
-            assert torch.allclose(c[f"{name}.hook_pattern"], torch.softmax(q @ k.transpose(-2, -1) * x, -1), atol=1e-6)
+            want = torch.softmax(q @ k.transpose(-2, -1) * x, -1)
+            assert torch.allclose(c[f"{name}.hook_pattern"], want, atol=1e-6)
     assert seed.run([PHRASE], edits="no_scale").generated != seed.run([PHRASE]).generated
 
 
 def test_ablate_zeroes_that_head_and_changes_the_output(seed, bert, llama):
     texts = [PHRASE, "hi"]
-    for m, name, field in [(seed, "encoder.blocks.1.self_attn", "logits"), (bert, "encoder.blocks.1.self_attn", "hidden"),
+    for m, name, field in [(seed, "encoder.blocks.1.self_attn", "logits"),
+                           (bert, "encoder.blocks.1.self_attn", "hidden"),
                            (llama, "decoder.blocks.1.self_attn", "logits")]:
         block = f"{name.split('.')[0]}.self_attn"
         out0, c0 = m.run_with_cache(texts)
@@ -298,7 +309,8 @@ def test_no_position_makes_the_encoder_permutation_equivariant(seed, small, bert
             _, a = m.run_with_cache([text], edits=e)
             _, b = m.run_with_cache([permuted], edits=e)
             x, y = a[last][0], b[last][0]  # (S, d); the last row is </s>
-            equivariant = torch.allclose(y[:-1], x[perm], atol=1e-5) and torch.allclose(y[-1], x[-1], atol=1e-5)
+            equivariant = (torch.allclose(y[:-1], x[perm], atol=1e-5)
+                           and torch.allclose(y[-1], x[-1], atol=1e-5))
             assert equivariant == (e == "no_position"), (m.info.name, e)
         _, c = m.run_with_cache([text], edits="no_position")
         assert (c["encoder.hook_pos_embed"] == 0).all() and (c["decoder.hook_pos_embed"] == 0).all()
@@ -328,7 +340,8 @@ def test_no_position_undoes_rotary(llama, monkeypatch):
         ref_out, ref = llama.run_with_cache(texts)  # the same llama, built without rotation
     assert torch.allclose(out.logits, ref_out.logits, atol=1e-4)
     for n in ("hook_q", "hook_k", "hook_scores"):
-        assert torch.allclose(cache[f"decoder.blocks.1.self_attn.{n}"], ref[f"decoder.blocks.1.self_attn.{n}"], atol=1e-5)
+        name = f"decoder.blocks.1.self_attn.{n}"
+        assert torch.allclose(cache[name], ref[name], atol=1e-5)
     assert not torch.allclose(llama.run(texts).logits, ref_out.logits, atol=1e-3)
     # with no positions and no causal mask, the decoder cannot tell the order of its input
     perm = [3, 0, 5, 1, 4, 2]
@@ -355,7 +368,7 @@ def test_the_shared_model_is_never_changed(seed):
     before = {k: v.clone() for k, v in seed.state_dict().items()}
     out0, c0 = seed.run_with_cache([PHRASE, "hi"])
     seed.run_with_cache([PHRASE, "hi"], edits="no_position,no_padding,no_causal,temperature=3,scale=2,"
-                                              "ablate=decoder.cross_attn:1:*,ablate_mean=encoder.self_attn:0:1")
+                        "ablate=decoder.cross_attn:1:*,ablate_mean=encoder.self_attn:0:1")
     out1, c1 = seed.run_with_cache([PHRASE, "hi"])
     assert all(torch.equal(v, seed.state_dict()[k]) for k, v in before.items())
     assert out0.generated == out1.generated and all(torch.equal(c0[n], c1[n]) for n in c0)
@@ -364,8 +377,10 @@ def test_the_shared_model_is_never_changed(seed):
 def test_edits_never_leak_into_other_threads(seed):
     """Threads running the one shared model at once, with and without edits, get exactly what
     the same runs give one after another."""
-    jobs = [(["thread one", "x"], ""), (["thread one", "x"], "no_causal,no_padding,temperature=3,ablate=decoder.cross_attn:0:*"),
-            (["another sentence 문장"], "no_position,ablate_mean=encoder.self_attn:0:1"), (["another sentence 문장"], "")]
+    jobs = [(["thread one", "x"], ""),
+            (["thread one", "x"], "no_causal,no_padding,temperature=3,ablate=decoder.cross_attn:0:*"),
+            (["another sentence 문장"], "no_position,ablate_mean=encoder.self_attn:0:1"),
+            (["another sentence 문장"], "")]
     want = [seed.run_with_cache(t, edits=e) for t, e in jobs]
     assert want[0][0].generated == ["eno daerht", "x"] != want[1][0].generated  # the edits do change the run
     assert want[3][0].generated != want[2][0].generated

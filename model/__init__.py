@@ -4,10 +4,12 @@
     m = model.load("seed")
     out, cache = m.run_with_cache(["first sentence", "a second, longer sentence"])
     cache["encoder.blocks.0.self_attn.hook_pattern"]  # (batch, head, q, k)
+    out, cache = m.run_with_cache(["some text"], edits="no_causal,temperature=2")  # a what-if
 """
+from . import edits
 from .base import HookedModel, ModelInfo, Output
 from .hooks import Cache, HookPoint, hooks
 from .registry import WeightsError, available, load
 
 __all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
-           "hooks", "WeightsError"]
+           "hooks", "WeightsError", "edits"]

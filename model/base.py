@@ -9,7 +9,8 @@ from typing import ContextManager
 import torch
 from torch import nn
 
-from .hooks import Cache, capture, hooks, name_hook_points
+from .edits import Edits, as_edits, hook_fns
+from .hooks import Cache, active, capture, compose, hooks, name_hook_points
 from .tokenizer import TextTokenizer
 
 
@@ -58,6 +59,7 @@ class Output:
 
 
 HookScope = Callable[[], ContextManager]
+EditsLike = str | Edits | Iterable | None
 
 
 @dataclass
@@ -196,10 +198,17 @@ class HookedModel(nn.Module):
             raise TypeError("sentences must be strings")
         return texts
 
+    def _edit_scope(self, edit_fns: dict) -> ContextManager:
+        """The edits, active for the whole run (greedy decoding included), on top of any hooks
+        the caller has active; nothing at all when there are no edits."""
+        return hooks(compose(edit_fns, active())) if edit_fns else contextlib.nullcontext()
+
     @torch.inference_mode()
-    def run(self, texts: str | Sequence[str]) -> Output:
-        """The same forward pass with no hooks at all."""
-        out, _ = self._run(self._check_texts(texts), contextlib.nullcontext)
+    def run(self, texts: str | Sequence[str], edits: EditsLike = None) -> Output:
+        """The same forward pass with no hooks at all, or with ``edits`` (see model.edits)."""
+        texts = self._check_texts(texts)
+        with self._edit_scope(hook_fns(self, edits)):
+            out, _ = self._run(texts, contextlib.nullcontext)
         return out
 
     def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
@@ -244,19 +253,28 @@ class HookedModel(nn.Module):
 
     @torch.inference_mode()
     def run_with_cache(
-        self, texts: str | Sequence[str], names: Iterable[str] | None = None
+        self, texts: str | Sequence[str], names: Iterable[str] | None = None,
+        edits: EditsLike = None,
     ) -> tuple[Output, Cache]:
-        """Run a padded batch and return (output, cache of hook tensors)."""
+        """Run a padded batch and return (output, cache of hook tensors).
+
+        ``edits`` (a string such as ``"no_causal,temperature=2"``, an ``Edits``, or a list of
+        edits) change this run only; the cache then holds the edited tensors.
+        """
         texts = self._check_texts(texts)
         wanted = self.hook_names if names is None else list(names)
         unknown = set(wanted) - set(self.hook_names)
         if unknown:
             raise KeyError(f"unknown hook names: {sorted(unknown)[:5]}")
+        edits = as_edits(edits)
+        edit_fns = hook_fns(self, edits)
         store: dict[str, torch.Tensor] = {}
-        fns = capture(wanted, store)
-        out, cache = self._run(texts, lambda: hooks(fns))
+        fns = compose(edit_fns, capture(wanted, store))  # the capture sees the edited tensors
+        with self._edit_scope(edit_fns):
+            out, cache = self._run(texts, lambda: hooks(fns))
         cache.tensors = {n: store[n] for n in self.hook_names if n in store}
         cache.texts = texts
+        cache.edits = str(edits)
         return out, cache
 
 

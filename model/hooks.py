@@ -62,13 +62,41 @@ def hooks(fns: Mapping[str, HookFn]) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
+def active() -> Mapping[str, HookFn]:
+    """The hook functions of the current context (empty outside any ``hooks`` block)."""
+    return _ACTIVE.get() or {}
+
+
+def compose(*mappings: Mapping[str, HookFn]) -> dict[str, HookFn]:
+    """One mapping whose functions run those given, in order, each on the previous result
+    (a function returning None leaves the tensor as it is): ``compose(edits, capture)``
+    makes the capture see the edited tensor."""
+    chains: dict[str, list[HookFn]] = {}
+    for fns in mappings:
+        for name, fn in fns.items():
+            chains.setdefault(name, []).append(fn)
+
+    def chain(fns: list[HookFn]) -> HookFn:
+        def run(x: torch.Tensor, name: str) -> torch.Tensor:
+            for fn in fns:
+                y = fn(x, name)
+                if y is not None:
+                    x = y
+            return x
+
+        return run
+
+    return {name: fns[0] if len(fns) == 1 else chain(fns) for name, fns in chains.items()}
+
+
 @dataclass
 class Cache(Mapping):
     """Tensors captured at hook points, plus the tokens they belong to.
 
     ``cache[name]`` is a tensor of the hook contract; ``tokens`` and ``token_ids`` are
     per sentence (unpadded) on the encoder/input side; ``decoder_tokens`` is filled for
-    encoder–decoder models (the decoder's own input, starting with ``<s>``).
+    encoder–decoder models (the decoder's own input, starting with ``<s>``). An edited run's
+    cache holds the edited tensors, and ``edits`` says which edits made them.
     """
 
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -78,6 +106,7 @@ class Cache(Mapping):
     decoder_tokens: list[list[str]] = field(default_factory=list)
     decoder_token_ids: list[list[int]] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    edits: str = ""  # the run's edits in their canonical string form ("" for the intact model)
 
     def __getitem__(self, name: str) -> torch.Tensor:
         try:

@@ -22,7 +22,7 @@ from torch import nn
 
 from .attention import Attention, KVCache, causal_mask, padding_mask
 from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
-from .hooks import Cache, HookPoint
+from .hooks import Cache, HookPoint, active
 from .positional import sinusoidal
 from .tokenizer import TextTokenizer, char_tokenizer, decode_chars
 
@@ -267,7 +267,10 @@ class SeedTransformer(HookedModel):
         tt, cfg = self.tokenizer, self.cfg
         encs, src, truncated = self._source(texts)
         max_new = min(src.shape[1] + 8, cfg.max_len - 1)
-        generated = self.greedy(src, max_new)
+        # with edits active (model/edits.py) every step recomputes its whole prefix: an edit such as
+        # ablate_mean or no_causal reads all the positions written so far, which a cached step
+        # (one new query) does not have
+        generated = self.greedy(src, max_new, use_cache=not active())
         dec_ids = [[cfg.bos_id] + g[: cfg.max_len - 1] for g in generated]
         tgt = pad_batch(dec_ids, cfg.pad_id)  # (B, T)
         with scope():

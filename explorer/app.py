@@ -213,7 +213,8 @@ def show_generated(run, texts: list[str], m) -> None:
     task = t("untrained") if task == "untrained" else task
     st.markdown(f"**{t('generated_title', task=task)}**")
     gen = [g if g else t("generated_empty") for g in run.generated]
-    st.dataframe(pd.DataFrame({t("input"): texts, t("output"): gen}), width="stretch", hide_index=False)
+    st.dataframe(pd.DataFrame({t("input"): [style.plain_text(x) for x in texts],
+                               t("output"): [style.plain_text(g) for g in gen]}), width="stretch", hide_index=False)
 
 
 class Page:
@@ -422,7 +423,7 @@ def page() -> None:
         st.info(t(n.key, **n.args), icon="✂️")
     show_generated(run, texts, m)
     st.caption(t("current", i=sel.sentence))
-    st.code(texts[sel.sentence], language=None)
+    st.code(style.plain_text(texts[sel.sentence]), language=None)
 
     if keep("view", "all") not in inputs.VIEWS:
         st.session_state["view"] = "all"

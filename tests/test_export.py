@@ -7,6 +7,7 @@ chromium: ExportUnavailable with the install command, CSV still works.
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -18,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
@@ -484,3 +486,62 @@ def test_a_missing_cjk_font_is_detected(monkeypatch, tmp_path):
         assert not ex.cjk_font_missing(), "fonts-noto-cjk is installed on this machine"
     finally:
         ex.cjk_font_missing.cache_clear()
+
+
+# --- spreadsheet-safe CSV, a browser killed while starting (faults from the hardening review) ------
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"]
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_neutralised():
+    df = pd.DataFrame({"token": FORMULAS, "value": [-1.5, 2.0, -3.0, 4.0, 5.0, 6.0]},
+                      index=pd.Index(FORMULAS, name="=pos"))
+    rows = list(csv.reader(io.StringIO(ex.table_bytes(df).decode("utf-8-sig"), newline="")))
+    assert rows[0] == ["'=pos", "token", "value"]
+    for (label, token, value), raw in zip(rows[1:], FORMULAS):
+        assert label == token == "'" + raw  # inert: a spreadsheet shows the text
+        float(value)  # numbers stay numbers (negative ones included)
+    assert [r[2] for r in rows[1:]] == ["-1.5", "2.0", "-3.0", "4.0", "5.0", "6.0"]
+
+
+def test_the_exporters_csv_neutralises_a_typed_formula(tmp_path):
+    r = run_cli("--model", "seed", "--text", "=1+2", "--stages", "tokens", "--format", "csv",
+            "--out", str(tmp_path), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (path,) = tmp_path.glob("*.csv")
+    cells = [c for row in csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))) for c in row]
+    assert "'=" in cells and "'+" in cells  # the tokens "=" and "+"
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@")]
+
+
+@needs_chromium
+def test_a_browser_killed_while_starting_is_started_again_and_reported_truthfully(monkeypatch):
+    """The first chromium dies during its cold start (really killed): the renderer starts another
+    and the export succeeds; if every start fails, the message says so (not 'install chromium')."""
+    import signal
+
+    from explorer.export import renderer
+
+    real = renderer._kaleido_class()
+    kills = {"left": 1}
+
+    class DiesWhileStarting(real):
+        async def open(self):
+            await super().open()
+            if kills["left"] > 0:
+                kills["left"] -= 1
+                os.kill(self.subprocess.pid, signal.SIGKILL)  # the chromium this start launched
+                raise RuntimeError("browser process exited during start")
+
+    monkeypatch.setattr(renderer, "_kaleido_class", lambda: DiesWhileStarting)
+    ex.shutdown()  # a cold start
+    assert png_size(ex.figure_bytes(heatmap(list("ab")), "png", scale=1, width=300, height=200)) == (300, 200)
+    assert kills["left"] == 0
+
+    kills["left"] = 2  # both starts die
+    ex.shutdown()
+    with pytest.raises(ex.ExportError) as err:
+        ex.figure_bytes(heatmap(list("ab")), "png", scale=1, width=300, height=200)
+    assert not isinstance(err.value, ex.ExportUnavailable)
+    assert "stopped while starting" in str(err.value) and "install" not in str(err.value).lower()
+    ex.shutdown()

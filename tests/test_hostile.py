@@ -272,3 +272,15 @@ def test_a_corrupt_seed_file_in_the_app_falls_back_with_a_message(monkeypatch, t
     m, notice = state.load_model("seed-sort")
     assert "truncated or corrupt" in notice and m.info.kind == "encoder-decoder"
     assert os.path.basename(str(bad)) in notice
+
+
+def test_bidirectional_controls_are_shown_as_what_they_are():
+    """A right-to-left override in the typed text never flips what the page echoes."""
+    at = app(text="abc\u202edef\u2066x", view="tokens")
+    assert not at.exception
+    echoed = [c.value for c in at.code]
+    assert echoed and all("\u202e" not in v and "\u2066" not in v for v in echoed)
+    assert any("U+202E" in v and "U+2066" in v for v in echoed)
+    for df in at.dataframe:
+        cells = df.value.astype(str).to_numpy().ravel().tolist()
+        assert not [c for c in cells if "\u202e" in c]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -20,9 +21,12 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from explorer.views.theme import DEFAULT_THEME, get_theme
+
+log = logging.getLogger("attention_explorer.export")
 
 try:
     import kaleido
@@ -140,15 +144,28 @@ class _Renderer:
             thread.join(5)
             if isinstance(e, ExportUnavailable):
                 raise
-            raise ExportUnavailable(f"chromium at {path} could not be started ({type(e).__name__}: "
-                                    f"{e}).") from None
+            # chromium is there (browser_path found it): it stopped or hung while starting
+            raise ExportError(f"the export browser ({Path(path).name}) stopped while starting "
+                              f"({type(e).__name__}: {str(e)[:200]})") from None
         self._loop, self._thread, self._kaleido, self._path = loop, thread, k, path
 
     def ensure_started(self) -> None:
+        """A warm browser, started now if needed; a failed cold start is retried once (a browser
+        killed while starting is not a reason to give up), and reported as what it was."""
         with self._lock:
-            if self._kaleido is None or (self._path != os.environ.get("BROWSER_PATH", self._path)):
-                self._stop_locked()
+            if self._kaleido is not None and self._path == os.environ.get("BROWSER_PATH", self._path):
+                return
+            self._stop_locked()
+            try:
                 self._start()
+            except ExportUnavailable:
+                raise
+            except ExportError as first:
+                log.warning("%s; starting it once more", first)
+                try:
+                    self._start()
+                except ExportError as second:
+                    raise ExportError(f"{second} (twice; image export is unavailable until it starts)") from None
 
     def render(self, fig: dict, opts: dict) -> bytes:
         error: Exception = ExportError("the export browser stopped unexpectedly")
@@ -292,6 +309,29 @@ def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | Non
     return _RENDERER.render(fig.to_dict(), {"format": fmt, "width": w, "height": h, "scale": scale})
 
 
+# A cell a spreadsheet would run as a formula starts with one of these (OWASP, "CSV Injection")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A text cell that a spreadsheet would evaluate, made inert with a leading apostrophe (the usual
+    practice); numbers and other cells unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def table_bytes(df) -> bytes:
-    """CSV (UTF-8 with a byte-order mark, so spreadsheet programs read Korean tokens correctly)."""
-    return df.to_csv(index=True).encode("utf-8-sig")
+    """CSV (UTF-8 with a byte-order mark, so spreadsheet programs read Korean tokens correctly), with
+    every text cell and label that a spreadsheet would evaluate (leading = + - @, tab, carriage
+    return) neutralised; numeric columns stay numbers."""
+    safe = df.copy()
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]):
+            safe[col] = safe[col].map(spreadsheet_safe)
+    safe.index = safe.index.map(spreadsheet_safe)
+    safe.columns = safe.columns.map(spreadsheet_safe)
+    safe.index.name = spreadsheet_safe(df.index.name)
+    safe.columns.name = spreadsheet_safe(df.columns.name)
+    # CRLF ends records (RFC 4180), so a cell holding a carriage return is quoted, not split
+    return safe.to_csv(index=True, lineterminator="\r\n").encode("utf-8-sig")

@@ -82,9 +82,15 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
     return [token_label(t) for t in tokens]
 
 
+# characters that reorder the text around them (bidirectional embeddings, overrides, isolates, marks):
+# echoed raw they flip what a reader sees; shown as U+XXXX they say what they are
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def plain_text(text: str, n: int | None = None) -> str:
-    """User text for a caption (not escaped): control characters made visible, shortened."""
-    text = "".join(visible(c) if (ord(c) < 0x20 or ord(c) == 0x7F) else c for c in text)
+    """User text for a caption, a code block or a table (not escaped): control characters and
+    bidirectional controls made visible, shortened."""
+    text = "".join(visible(c) if (ord(c) < 0x20 or ord(c) == 0x7F or c in BIDI_CONTROLS) else c for c in text)
     if n is not None and len(text) > n:
         text = text[: n - 1] + "…"
     return text

@@ -146,6 +146,52 @@ def section_concurrency(sessions: int, seconds: float, think: tuple[float, float
     }
 
 
+CLICK_P95 = 1.0
+SENTENCE_P95 = 2.5
+BURST_P95 = 5.0
+BALANCED_CLICK_P95 = 2.0
+
+
+def _stats(xs: list[float]) -> dict:
+    return {"n": len(xs), "p50_s": statistics.median(xs) if xs else None, "p95_s": p95(xs) if xs else None,
+            "max_s": max(xs) if xs else None}
+
+
+def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[float, float], p_sentence: float,
+                     arrival: float) -> list[dict]:
+    """A workshop's rhythm against a real hosted server: for each (learners, replicas), replicas = 0
+    is one `streamlit run` process, N >= 1 is scripts/serve.sh (N processes behind nginx)."""
+    from . import server as sv
+
+    page = sv.Page.of("seed")
+    out = []
+    for learners, replicas in configs:
+        t0 = time.perf_counter()
+        ctx = sv.Server(hosted=True) if replicas == 0 else sv.Balancer(replicas)
+        with ctx as srv:
+            pids = [srv.proc.pid] if replicas == 0 else srv.pids
+            for _ in range(max(1, replicas)):  # every replica imports, loads the model, draws the page once
+                cold_s, cold_errors = sv.warm_up(srv)
+            r = sv.workshop_test(srv.port, pids, page=page, learners=learners, seconds=seconds, think=act,
+                                 p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0)
+            log = srv.log_tail(15) if r.errors else ""
+        clicks = [x for k in sv.CLICKS for x in r.latencies.get(k, [])]
+        errors = [f"warm-up: {e}" for e in cold_errors] + r.errors
+        out.append({
+            "learners": learners, "replicas": replicas, "seconds": seconds, "act_every_s": list(act),
+            "p_sentence": p_sentence, "arrival_s": arrival, "actions": r.actions,
+            "actions_per_s": r.actions / seconds, "errors": len(errors), "error_messages": errors[:10],
+            "click": _stats(clicks), "sentence": _stats(r.latencies.get("sentence", [])),
+            "burst": _stats(r.burst), "first_load": _stats(r.first_load_s),
+            "per_kind": {k: _stats(v) for k, v in r.latencies.items()},
+            "cpu_s": r.cpu_s, "cpu_s_per_action": r.cpu_s / r.actions if r.actions else None,
+            "cpu_s_per_s": r.cpu_s / seconds, "burst_cpu_s": r.burst_cpu_s,
+            "rss_max_mb": max(r.rss_mb) if r.rss_mb else None, "wall_s": time.perf_counter() - t0,
+            "server_log_tail": log,
+        })
+    return out
+
+
 def targets(res: dict, full: bool) -> dict:
     t = {}
     for name, r in res.get("hook_overhead", {}).items():
@@ -160,6 +206,18 @@ def targets(res: dict, full: bool) -> dict:
         t["decoding.same_tokens"] = {"value": all(r["same_output"] for r in runs),
                                      "target": "cached and uncached decoding write the same tokens",
                                      "ok": all(r["same_output"] for r in runs)}
+    for w in res.get("workshop", []):
+        name = f"workshop.{w['learners']}_learners.{'direct' if w['replicas'] == 0 else str(w['replicas']) + '_replicas'}"
+        if w["replicas"] >= 2 and w["learners"] >= 60:
+            ok = w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= BALANCED_CLICK_P95
+            target = f"0 errors, click p95 <= {BALANCED_CLICK_P95}"
+        else:
+            ok = (w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= CLICK_P95
+                  and (w["sentence"]["p95_s"] or 0) <= SENTENCE_P95 and (w["burst"]["p95_s"] or 0) <= BURST_P95)
+            target = f"0 errors, click p95 <= {CLICK_P95}, sentence p95 <= {SENTENCE_P95}, burst p95 <= {BURST_P95}"
+        t[name] = {"value": {"errors": w["errors"], "click_p95": w["click"]["p95_s"],
+                             "sentence_p95": w["sentence"]["p95_s"], "burst_p95": w["burst"]["p95_s"]},
+                   "target": target, "ok": ok}
     c = res.get("concurrency")
     if c and "errors" in c:
         ok = c["errors"] == 0 and c["p95_s"] <= P95_TARGET and c["server_alive"]
@@ -216,6 +274,22 @@ def table(res: dict) -> str:
                 L.append(f"{name:<10}{r['tokens']:>7}{r['n']:>3}{r['layer_change_s']:>10.3f}{r['new_sentence_s']:>9.3f}"
                          f"{r['new_over_change']:>9.2f}{fmt_mb(r['payload_total_bytes']):>8}"
                          f"{fmt_mb(r['heatmap_max_bytes']):>12}  {r['heatmap_max_stage']:<9}{ok:>5}")
+    if res.get("workshop"):
+        L.append("")
+        L.append("workshop: learners act every {}-{} s (a layer/head/block/view click, or a new sentence), then a burst "
+                 "(every learner sends a sentence within 1 s); latencies p50/p95/max s".format(*res["workshop"][0]["act_every_s"]))
+        L.append(f"{'learners':>8}{'server':>12}{'actions/s':>10}{'click':>20}{'sentence':>20}{'burst':>20}"
+                 f"{'CPU s/action':>13}{'CPU s/s':>8}{'RSS MB':>8}{'errors':>7}")
+        for w in res["workshop"]:
+            srv = "1 process" if w["replicas"] == 0 else f"{w['replicas']}×nginx"
+
+            def cell(st):
+                return "—" if not st["n"] else f"{st['p50_s']:.2f}/{st['p95_s']:.2f}/{st['max_s']:.2f}"
+            L.append(f"{w['learners']:>8}{srv:>12}{w['actions_per_s']:>10.2f}{cell(w['click']):>20}"
+                     f"{cell(w['sentence']):>20}{cell(w['burst']):>20}{(w['cpu_s_per_action'] or 0):>13.3f}"
+                     f"{w['cpu_s_per_s']:>8.2f}{(w['rss_max_mb'] or 0):>8.0f}{w['errors']:>7}")
+            for e in w["error_messages"][:3]:
+                L.append(f"    error: {e[:150]}")
     if res.get("decoding"):
         L.append("")
         L.append("decoding: greedy with the key/value cache vs recomputing every earlier position at every "
@@ -273,8 +347,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     p.add_argument("--quick", action="store_true", help="a short smoke run")
-    p.add_argument("--only", default="hooks,stages,decoding,export,concurrency",
-                   help="comma-separated sections (hooks, stages, decoding, export, concurrency)")
+    p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
+                   help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency)")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -282,12 +356,17 @@ def main(argv=None) -> int:
     p.add_argument("--think", default="20,40", help="seconds between a session's sentence changes: lo,hi")
     p.add_argument("--reruns", type=int, default=1000, help="reruns in total for the memory check")
     p.add_argument("--arrival", type=float, default=10.0, help="visitors open the page within this many seconds")
+    p.add_argument("--workshop", default="30:0,30:2,60:2",
+                   help="workshop runs, learners:replicas (0 replicas: one streamlit process; N: scripts/serve.sh)")
+    p.add_argument("--window", type=float, default=60.0, help="workshop: seconds of clicking after everyone is in")
+    p.add_argument("--act", default="3,6", help="workshop: seconds between a learner's actions: lo,hi")
+    p.add_argument("--p-sentence", type=float, default=0.2, help="workshop: share of actions that are a new sentence")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
                    help="glibc malloc settings for this process and the server: the app's (explorer/memory.py, "
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "concurrency"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     try:
@@ -295,10 +374,19 @@ def main(argv=None) -> int:
         assert len(think) == 2 and 0 <= think[0] <= think[1]
     except (ValueError, AssertionError):
         p.error("--think wants two numbers lo,hi with 0 <= lo <= hi")
+    try:
+        act = tuple(float(x) for x in a.act.split(","))
+        assert len(act) == 2 and 0 <= act[0] <= act[1]
+        configs = [tuple(int(x) for x in c.split(":")) for c in a.workshop.split(",") if c.strip()]
+        assert configs and all(len(c) == 2 and c[0] >= 1 and 0 <= c[1] <= 8 for c in configs)
+        assert 0 <= a.p_sentence <= 1
+    except (ValueError, AssertionError):
+        p.error("--act wants lo,hi; --workshop wants learners:replicas pairs (replicas 0..8); --p-sentence 0..1")
     names = ["seed"] if a.quick else [m.strip() for m in a.models.split(",") if m.strip()]
     lengths = [16] if a.quick else [int(x) for x in a.lengths.split(",")]
     if a.quick:
         a.sessions, a.seconds, think, a.reruns, a.arrival = min(a.sessions, 3), min(a.seconds, 12.0), (0.5, 1.0), 0, 1.0
+        configs, a.window, act = [(3, 0)], min(a.window, 10.0), (0.5, 1.0)
 
     if a.malloc == "app":
         from explorer import memory
@@ -331,6 +419,8 @@ def main(argv=None) -> int:
         res["decoding"] = section_decoding(models, a.quick)
     if "export" in only:
         res["export"] = section_export(a.quick)
+    if "workshop" in only:
+        res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival)
     if "concurrency" in only:
         res["concurrency"] = section_concurrency(a.sessions, a.seconds, think, a.reruns, a.arrival)
     res["targets"] = targets(res, full=not a.quick)

@@ -49,6 +49,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _sticky_cookie(url: str, timeout: float = 10.0) -> str:
+    """GET the page as a browser's first request does; return the cookies it set ("a=b; c=d")."""
+    assert url.startswith(f"http://{HOST}:"), url
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout) as r:
+        r.read()
+        return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
+
+
 def _local_get(url: str, timeout: float = 5.0) -> bytes:
     """GET a 127.0.0.1 URL, never through a proxy."""
     assert url.startswith(f"http://{HOST}:"), url
@@ -109,6 +118,56 @@ class Server:
         return psutil.Process(self.proc.pid).memory_info().rss / 2**20
 
 
+class Balancer:
+    """``sh scripts/serve.sh --replicas N --port P``: N app processes behind nginx with sticky
+    sessions, as a host would start them (hosted mode); ``pids`` are the app processes."""
+
+    def __init__(self, replicas: int, *, env: dict | None = None, start_timeout: float = 180):
+        self.replicas = replicas
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-serve-", suffix=".log", delete=False)
+        self.env = {**os.environ, **(env or {}), "ATTENTION_EXPLORER_HOSTED": "1"}
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.pids: list[int] = []
+
+    def __enter__(self) -> "Balancer":
+        import psutil
+
+        self.proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", str(self.replicas), "--port",
+                                      str(self.port)], cwd=ROOT, env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve.sh exited ({self.proc.returncode}):\n{self.log_tail()}")
+            try:
+                if _local_get(f"{self.url}/_stcore/health", 2).strip() == b"ok":
+                    kids = psutil.Process(self.proc.pid).children(recursive=True)
+                    self.pids = [k.pid for k in kids if "streamlit" in " ".join(k.cmdline())]
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.__exit__(None, None, None)
+        raise RuntimeError(f"the balancer did not start in {self.start_timeout:.0f} s:\n{self.log_tail()}")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait(5)
+        self.log.close()
+
+    def log_tail(self, n: int = 40) -> str:
+        self.log.flush()
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
+
+
 @dataclass
 class RunResult:
     seconds: float
@@ -125,8 +184,8 @@ class RunResult:
 class Session:
     """One visitor: a websocket to the server, and the widget values the page currently has."""
 
-    def __init__(self, port: int, *, query: str = "", run_timeout: float = 60.0):
-        self.port, self.query, self.run_timeout = port, query, run_timeout
+    def __init__(self, port: int, *, query: str = "", run_timeout: float = 60.0, sticky: bool = False):
+        self.port, self.query, self.run_timeout, self.sticky = port, query, run_timeout, sticky
         self.ws = None
         self.widget_ids: dict[str, str] = {}  # user key -> widget id
         self.page_hash = ""
@@ -141,9 +200,14 @@ class Session:
     async def __aenter__(self) -> "Session":
         from websockets.asyncio.client import connect
 
+        headers = {}
+        if self.sticky:  # through the balancer: first the page, whose answer sets the sticky cookie
+            cookie = await asyncio.to_thread(_sticky_cookie, f"http://{HOST}:{self.port}/")
+            if cookie:
+                headers["Cookie"] = cookie
         self.ws = await connect(f"ws://{HOST}:{self.port}/_stcore/stream", subprotocols=["streamlit"],
                                 origin=f"http://{HOST}:{self.port}", proxy=None, max_size=None,
-                                open_timeout=self.run_timeout)
+                                open_timeout=self.run_timeout, additional_headers=headers)
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -151,9 +215,11 @@ class Session:
             with contextlib.suppress(Exception):
                 await self.ws.close()
 
-    async def rerun(self, widgets: dict[str, str] | None = None) -> RunResult:
+    async def rerun(self, widgets: dict[str, str | float] | None = None) -> RunResult:
         """Ask for a script run (with the text area set to ``widgets["text"]``, etc.) and read
-        everything the server sends until the run finishes."""
+        everything the server sends until the run finishes. A widget's value is what the browser
+        sends: a string for text, select boxes and radios (the option as shown), a number for a
+        slider."""
         from streamlit.proto.Alert_pb2 import Alert
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -170,7 +236,10 @@ class Session:
                 raise KeyError(f"the page has no widget with key {key!r} (yet)")
             w = cs.widget_states.widgets.add()
             w.id = self.widget_ids[key]
-            w.string_value = value
+            if isinstance(value, (int, float)):
+                w.double_array_value.data.append(float(value))
+            else:
+                w.string_value = value
         t0 = time.perf_counter()
         await self.ws.send(back.SerializeToString())
         res = RunResult(seconds=0.0)
@@ -349,3 +418,155 @@ def load_test(server: Server, *, sessions: int = 20, seconds: float = 60.0, thin
     server's memory is sampled every second throughout."""
     return asyncio.run(_load(server, sessions, seconds, tuple(think), seed, run_timeout, until_reruns,
                              memory_sessions, memory_query, hard_limit, arrival))
+
+
+# --- a workshop: thirty learners clicking freely -------------------------------------------------
+
+CLICKS = ("layer", "head", "block", "view")
+
+
+@dataclass
+class Page:
+    """What a learner can click on the default page of the model the server shows (labels as the
+    browser sends them: the options as shown, in English)."""
+
+    layers: int
+    heads: int
+    blocks: list[str]
+    views: list[str]
+
+    @classmethod
+    def of(cls, name: str = "seed") -> "Page":
+        import model
+        from explorer import i18n, inputs
+
+        info = model.load(name).info if name in model.available() else model.load("seed", random=True).info
+        return cls(layers=info.n_layers, heads=info.n_heads,
+                   blocks=[i18n.t(f"blocks.{b}", "en") for b in info.blocks],
+                   views=[i18n.t(f"section_{v}", "en") for v in inputs.VIEWS])
+
+
+@dataclass
+class WorkshopResult:
+    learners: int
+    seconds: float
+    latencies: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
+    first_load_s: list[float] = field(default_factory=list)
+    burst: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    actions: int = 0
+    cpu_s: float = 0.0  # server CPU seconds in the window (every server process)
+    burst_cpu_s: float = 0.0
+    rss_mb: list[float] = field(default_factory=list)
+
+
+def _other(rng: random.Random, n: int, current: int) -> int:
+    return rng.choice([i for i in range(n) if i != current]) if n > 1 else current
+
+
+async def _learner(i: int, port: int, page: Page, out: WorkshopResult, *, stop_at: float, think, p_sentence: float,
+                   rng: random.Random, run_timeout: float, arrive: float, sticky: bool, burst_at: asyncio.Event,
+                   burst_out: list, ready: list[int]) -> None:
+    """One learner: opens the page, then every ``think`` seconds clicks (a layer, head, block or view
+    change) or, with probability ``p_sentence``, types a new sentence; then joins the burst."""
+    await asyncio.sleep(rng.uniform(0, arrive))
+    state = {"layer": 0, "head": 0, "block": 0, "view": 0}
+    try:
+        async with Session(port, run_timeout=run_timeout, sticky=sticky) as s:
+            first = await s.rerun()
+            out.first_load_s.append(first.seconds)
+            out.errors += [f"learner {i} first load: {e}" for e in first.errors]
+            k = 0
+            while True:
+                await asyncio.sleep(rng.uniform(*think))
+                if time.monotonic() >= stop_at:
+                    break
+                k += 1
+                if rng.random() < p_sentence:
+                    kind, widgets = "sentence", {"text": sentence(rng, f"w{i}n{k}")}
+                else:
+                    kind = rng.choice(CLICKS)
+                    n = {"layer": page.layers, "head": page.heads, "block": len(page.blocks),
+                         "view": len(page.views)}[kind]
+                    state[kind] = _other(rng, n, state[kind])
+                    value = state[kind]
+                    widgets = {kind: page.blocks[value] if kind == "block" else
+                               page.views[value] if kind == "view" else float(value)}
+                    if kind in ("layer", "head") and n <= 1:
+                        continue
+                r = await s.rerun(widgets)
+                out.latencies[kind].append(r.seconds)
+                out.actions += 1
+                out.errors += [f"learner {i} {kind} {k}: {e}" for e in r.errors]
+            ready[0] += 1
+            await burst_at.wait()
+            await asyncio.sleep(rng.uniform(0, 1.0))  # every learner sends a sentence within one second
+            r = await s.rerun({"text": sentence(rng, f"w{i}burst")})
+            burst_out.append(r.seconds)
+            out.errors += [f"learner {i} burst: {e}" for e in r.errors]
+    except Exception as e:  # a dropped connection is an error of the server under load
+        out.errors.append(f"learner {i}: {type(e).__name__}: {e}")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+async def _workshop(port: int, pids: list[int], page: Page, learners: int, seconds: float, think, p_sentence: float,
+                    seed: int, run_timeout: float, arrival: float, sticky: bool, hard_limit: float) -> WorkshopResult:
+    import psutil
+
+    out = WorkshopResult(learners=learners, seconds=seconds)
+    rng = random.Random(seed)
+    burst_at = asyncio.Event()
+    burst: list[float] = []
+    ready = [0]
+    t0 = time.monotonic()
+    stop_at = t0 + arrival + seconds
+    tasks = [asyncio.create_task(_learner(i, port, page, out, stop_at=stop_at, think=think, p_sentence=p_sentence,
+                                          rng=random.Random(rng.random()), run_timeout=run_timeout,
+                                          arrive=arrival, sticky=sticky, burst_at=burst_at, burst_out=burst,
+                                          ready=ready))
+             for i in range(learners)]
+    await asyncio.sleep(arrival)  # the window starts once everyone is in
+    cpu0 = cpu_seconds(pids)
+    actions0 = out.actions
+    while time.monotonic() < stop_at:
+        out.rss_mb.append(sum(psutil.Process(p).memory_info().rss for p in pids if psutil.pid_exists(p)) / 2**20)
+        await asyncio.sleep(min(1.0, max(0.0, stop_at - time.monotonic())))
+    # wait for the last actions of the window to finish before the burst
+    deadline = time.monotonic() + run_timeout
+    while time.monotonic() < deadline and ready[0] + sum(1 for t in tasks if t.done()) < learners:
+        await asyncio.sleep(0.2)
+    out.cpu_s = cpu_seconds(pids) - cpu0
+    out.actions -= actions0
+    cpu1 = cpu_seconds(pids)
+    burst_at.set()
+    _done, pending = await asyncio.wait(tasks, timeout=max(1.0, hard_limit - (time.monotonic() - t0)))
+    for t in pending:
+        t.cancel()
+        out.errors.append("a learner was still running at the bench's hard time limit")
+    out.burst_cpu_s = cpu_seconds(pids) - cpu1
+    out.burst = burst
+    out.latencies = dict(out.latencies)
+    return out
+
+
+def workshop_test(port: int, pids: list[int], *, page: Page | None = None, learners: int = 30, seconds: float = 60.0,
+                  think=(3.0, 6.0), p_sentence: float = 0.2, seed: int = 0, run_timeout: float = 120.0,
+                  arrival: float = 10.0, sticky: bool = False, hard_limit: float = 1800.0) -> WorkshopResult:
+    """``learners`` arrive within ``arrival`` seconds and open the default page (every stage); then for
+    ``seconds`` each acts every ``think`` seconds (uniform): a layer, head, block or view change, or
+    with probability ``p_sentence`` a new sentence; then all send a new sentence within one second
+    (the burst). ``pids``: the server processes whose CPU and memory are measured."""
+    return asyncio.run(_workshop(port, pids, page or Page.of(), learners, seconds, tuple(think), p_sentence, seed,
+                                 run_timeout, arrival, sticky, hard_limit))

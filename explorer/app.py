@@ -81,14 +81,22 @@ def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
     ``meta``: model, sentence, text, block, layer, head, stage, stage_title, caption, lang, selection.
 
     A table is built and sent only when its switch is on: a page has about twenty figures, and
-    tables nobody opens were an eighth of the server's time per page."""
+    tables nobody opens were an eighth of the server's time per page. On a hosted server the
+    download buttons are behind a switch too (state.LEAN_DOWNLOADS): four buttons under each of
+    twenty figures were an eighth of a class's server time per click (`python -m bench`)."""
+    lang = meta.get("lang", "en")
     st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": key}})
     export_ui.remember_shown(fig, df, meta)
-    row = export_ui.figure_downloads(fig, df, meta, key)
+    if state.LEAN_DOWNLOADS:
+        row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+        if row.toggle(i18n.t("downloads", lang), key=f"{key}-downloads"):
+            export_ui.figure_downloads(fig, df, meta, key)
+    else:
+        row = export_ui.figure_downloads(fig, df, meta, key)
     if df is None:
         return
-    if row.toggle(i18n.t("table", meta.get("lang", "en")), key=f"{key}-table"):
+    if row.toggle(i18n.t("table", lang), key=f"{key}-table"):
         st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
 
 

@@ -104,6 +104,9 @@ WORDS: dict[str, dict[str, str]] = {
     "view": {
         "en": "View",
         "ko": "보기"},
+    "downloads": {
+        "en": "Download (PNG · SVG · PDF · CSV)",
+        "ko": "내려받기 (PNG · SVG · PDF · CSV)"},
     "table": {
         "en": "Numbers (table)",
         "ko": "숫자 (표)"},

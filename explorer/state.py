@@ -42,6 +42,10 @@ LARGE_RUN_BYTES = 32 * 2**20  # runs bigger than this are cached apart, and fewe
 LARGE_RUN_CACHE_ENTRIES = 4
 LARGE_RUN_CACHE_TTL = 900
 HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1", "true", "yes", "on")
+# download buttons behind a switch under each figure: on by default on a hosted server (a class shares
+# its CPU), off on a laptop; ATTENTION_EXPLORER_LEAN_DOWNLOADS=0/1 decides either way
+_lean = os.environ.get("ATTENTION_EXPLORER_LEAN_DOWNLOADS", "").strip().lower()
+LEAN_DOWNLOADS = _lean in ("1", "true", "yes", "on") if _lean else HOSTED
 # one forward pass per core (torch runs each on one thread here); ATTENTION_EXPLORER_MAX_RUNS overrides
 MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("ATTENTION_EXPLORER_MAX_RUNS") or min(os.cpu_count() or 1, 4)))
 _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)

@@ -170,8 +170,8 @@ def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[
         ctx = sv.Server(hosted=True) if replicas == 0 else sv.Balancer(replicas)
         with ctx as srv:
             pids = [srv.proc.pid] if replicas == 0 else srv.pids
-            for _ in range(max(1, replicas)):  # every replica imports, loads the model, draws the page once
-                cold_s, cold_errors = sv.warm_up(srv)
+            # every replica imports, loads the model and draws the page once, as a host would
+            cold_s, cold_errors = sv.warm_up(srv) if replicas == 0 else srv.warm_up()
             r = sv.workshop_test(srv.port, pids, page=page, learners=learners, seconds=seconds, think=act,
                                  p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0)
             log = srv.log_tail(15) if r.errors else ""

@@ -167,6 +167,18 @@ class Balancer:
         self.log.flush()
         return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
 
+    def warm_up(self, run_timeout: float = 180.0) -> tuple[float, list[str]]:
+        """Open the page once on every replica (directly: serve.sh puts replica i on port + i), as a
+        host does before the class comes. Returns (seconds of the slowest, errors)."""
+        async def once(port: int):
+            async with Session(port, run_timeout=run_timeout) as s:
+                return await s.rerun()
+
+        async def all_of():
+            return await asyncio.gather(*(once(self.port + i) for i in range(1, self.replicas + 1)))
+        runs = asyncio.run(all_of())
+        return max(r.seconds for r in runs), [e for r in runs for e in r.errors]
+
 
 @dataclass
 class RunResult:

@@ -7,6 +7,7 @@
 set -e
 cd "$(dirname "$0")/.."
 need=""
+[ "${1:-}" = "--dev" ] && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need="$need nginx-light"; }
 [ -x /usr/bin/chromium ] || need="$need chromium"
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need="$need fonts-noto-cjk"
 if [ -n "$need" ]; then

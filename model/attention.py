@@ -140,14 +140,19 @@ class Attention(nn.Module):
         Tk = k.shape[2]
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
 
-        scores = self.hook_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, nh, Tq, Tk)
+        # one pass over the (B, nh, Tq, Tk) scores per step: the division happens in place (the same
+        # numbers as q @ kᵀ / √d_k), and rows with no allowed key are zeroed only when there are some
+        scores = self.hook_scores((q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head)))  # (B, nh, Tq, Tk)
         if mask is None:
             mask = torch.ones(1, 1, Tq, Tk, dtype=torch.bool, device=x.device)
         mask = self.hook_mask(mask.expand(B, 1, Tq, Tk))  # (B, 1, Tq, Tk)
         masked = self.hook_masked_scores(scores.masked_fill(~mask, float("-inf")))
         pattern = torch.softmax(masked, dim=-1)
         # a row with no allowed key (a pad query of a left-padded prompt, in generation) gives zeros, not NaN
-        pattern = self.hook_pattern(torch.where(mask.any(-1, keepdim=True), pattern, 0.0))
+        empty = ~mask.any(-1, keepdim=True)  # (B, 1, Tq, 1)
+        if empty.any():
+            pattern = pattern.masked_fill_(empty, 0.0)
+        pattern = self.hook_pattern(pattern)
         z = self.hook_z(pattern @ v)  # (B, nh, Tq, hs)
         z = z.transpose(1, 2).reshape(B, Tq, self.n_heads * self.d_head)  # (B, Tq, nh*hs)
         return self.hook_out(self.W_O(z))  # (B, Tq, d)

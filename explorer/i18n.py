@@ -634,6 +634,94 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "No Korean font is installed: Korean labels in PNG and PDF files would be empty boxes. "
               "Install with `{install}`.",
         "ko": "한글 글꼴이 없어 PNG·PDF의 한글이 빈 네모로 나옵니다. 설치: `{install}`."},
+    # --- decoding (the Decoding view: explorer/views/decoding.py, stage "decoding") -----------------
+    "section_decoding": {
+        "en": "Decoding",
+        "ko": "디코딩"},
+    "stage.decoding.title": {
+        "en": "Decoding, one token at a time, with the key/value cache",
+        "ko": "한 토큰씩 디코딩하기: 키·밸류 캐시"},
+    "stage.decoding.explain": {
+        "en": "A decoder writes one token per step. At step t only the newest token goes through the "
+              "decoder: its query is compared with the keys of every token so far, which wait in the "
+              "key/value cache (each earlier step appended its own key and value column), and nothing "
+              "earlier is computed again. The causal mask costs nothing here: a later key is simply not "
+              "in the cache yet. Press ▶ or drag the figure's slider: the steps switch in your browser.",
+        "ko": "디코더는 한 단계에 토큰 하나를 씁니다. t번째 단계에서는 가장 새 토큰 하나만 디코더를 통과합니다. "
+              "그 토큰의 쿼리를 지금까지 나온 모든 토큰의 키와 비교하는데, 이 키들은 키·밸류 캐시에 들어 있습니다 "
+              "(앞 단계마다 자기 키와 밸류(V) 열을 하나씩 덧붙였습니다). 앞부분은 다시 계산하지 않습니다. "
+              "인과 마스크도 따로 할 일이 없습니다: 뒤에 올 키는 아직 캐시에 없기 때문입니다. ▶를 누르거나 "
+              "그림의 슬라이더를 끌어 보세요: 단계는 브라우저 안에서 바로 바뀝니다."},
+    "decoding.needs_decoder": {
+        "en": "a decoder that writes text (seed, seed-sort, smollm2)",
+        "ko": "글을 쓰는 디코더가 있는 (seed, seed-sort, smollm2)"},
+    "decoding.no_trace": {
+        "en": "No decoding trace for this sentence. The Decoding view makes one; in Python: "
+              "run.with_trace(trace_data(m, run.texts[i])); on the command line: "
+              "python -m explorer.export --stages decoding",
+        "ko": "이 문장의 디코딩 기록이 없습니다. 디코딩 보기가 만들어 줍니다. 파이썬에서는 "
+              "run.with_trace(trace_data(m, run.texts[i])), 명령줄에서는 python -m explorer.export 의 "
+              "--stages 에 이 단계를 넣으면 됩니다."},
+    "decoding.stopped_eos": {
+        "en": "{n} steps: it stopped when it wrote its end token.",
+        "ko": "{n}단계: 끝 토큰을 쓰고 멈췄습니다."},
+    "decoding.stopped_limit": {
+        "en": "{n} steps: it stopped at the limit of {n} new tokens.",
+        "ko": "{n}단계: 새 토큰 {n}개 한도에서 멈췄습니다."},
+    "decoding.step": {
+        "en": "step",
+        "ko": "단계"},
+    "decoding.source": {
+        "en": "input",
+        "ko": "입력"},
+    "decoding.written": {
+        "en": "written so far",
+        "ko": "지금까지 쓴 글"},
+    "decoding.prompt_then_written": {
+        "en": "the prompt (grey), then what it wrote",
+        "ko": "프롬프트(회색), 그다음 모델이 쓴 글"},
+    "decoding.self_short": {
+        "en": "self-attention",
+        "ko": "셀프 어텐션"},
+    "decoding.causal_edge": {
+        "en": "causal edge",
+        "ko": "인과 마스크의 경계"},
+    "decoding.cross_short": {
+        "en": "cross-attention",
+        "ko": "크로스 어텐션"},
+    "decoding.top_short": {
+        "en": "next tokens",
+        "ko": "다음 토큰"},
+    "decoding.self_panel": {
+        "en": "self-attention: the new query row over the cached keys",
+        "ko": "셀프 어텐션: 캐시된 키 위의 새 쿼리 행"},
+    "decoding.k_panel": {
+        "en": "K cache (a column per token so far)",
+        "ko": "K 캐시 (지금까지의 토큰마다 한 열)"},
+    "decoding.v_panel": {
+        "en": "V cache",
+        "ko": "밸류(V) 캐시"},
+    "decoding.top_panel": {
+        "en": "most likely next tokens (the chosen one in vermillion)",
+        "ko": "다음 토큰 후보 (고른 토큰은 주홍색)"},
+    "decoding.cross_panel": {
+        "en": "cross-attention: the new row into the encoder's memory",
+        "ko": "크로스 어텐션: 인코더 메모리를 보는 새 행"},
+    "decoding.reads": {
+        "en": "reads",
+        "ko": "읽는 토큰"},
+    "decoding.writes": {
+        "en": "writes",
+        "ko": "쓰는 토큰"},
+    "decoding.candidates": {
+        "en": "candidates",
+        "ko": "후보"},
+    "decoding.looks_at": {
+        "en": "this head looks most at",
+        "ko": "이 헤드가 가장 많이 보는 키"},
+    "decoding.cross_looks_at": {
+        "en": "its cross-attention looks most at",
+        "ko": "크로스 어텐션이 가장 많이 보는 입력"},
 }
 
 

@@ -652,6 +652,27 @@ WORDS: dict[str, dict[str, str]] = {
               "(앞 단계마다 자기 키와 밸류(V) 열을 하나씩 덧붙였습니다). 앞부분은 다시 계산하지 않습니다. "
               "인과 마스크도 따로 할 일이 없습니다: 뒤에 올 키는 아직 캐시에 없기 때문입니다. ▶를 누르거나 "
               "그림의 슬라이더를 끌어 보세요: 단계는 브라우저 안에서 바로 바뀝니다."},
+    "decoding.cache": {
+        "en": "**What the cache holds.** For every layer and every head: one key vector and one value "
+              "vector (d_head = {d} numbers each) for every token so far — the K and V panels, one column "
+              "per token. A step appends one column to each and reads them all; its query is used once and "
+              "dropped, so queries are not cached. Without the cache, step t would compute the keys and "
+              "values of all t + 1 tokens again instead of one.",
+        "ko": "**캐시에 들어 있는 것.** 레이어마다, 헤드마다: 지금까지의 토큰 하나에 키 벡터 하나와 밸류 벡터 하나"
+              "(각각 d_head = {d}개의 수) — K와 V 그림의 열 하나가 토큰 하나입니다. 한 단계는 각각에 열을 하나 "
+              "덧붙이고 전부를 읽습니다. 쿼리는 한 번 쓰고 버리므로 캐시하지 않습니다. 캐시가 없으면 t번째 단계는 "
+              "토큰 하나가 아니라 t + 1개 토큰 모두의 키와 밸류를 다시 계산해야 합니다."},
+    "decoding.teacher_forcing": {
+        "en": "**Why writing is sequential when training is not.** In training (teacher forcing) the "
+              "whole correct output is known in advance: the decoder reads it shifted by one position and "
+              "predicts every next token at once, in one pass, while the causal mask keeps each position "
+              "from seeing the answer after it. When writing, the next input is the token the model has "
+              "just chosen, which does not exist until the previous step has finished: one step at a time.",
+        "ko": "**학습은 한 번에 하는데 생성은 왜 한 단계씩일까.** 학습(티처 포싱, teacher forcing)에서는 정답 "
+              "출력 전체를 미리 압니다: 디코더는 그것을 한 칸 밀어서 읽고 모든 위치의 다음 토큰을 한 번의 계산으로 "
+              "동시에 예측합니다. 이때 인과 마스크가 각 위치가 자기 뒤의 정답을 보지 못하게 막습니다. 생성할 때는 "
+              "다음 입력이 모델이 방금 고른 토큰인데, 그 토큰은 앞 단계가 끝나야 생기므로 한 단계씩 갈 수밖에 "
+              "없습니다."},
     "decoding.needs_decoder": {
         "en": "a decoder that writes text (seed, seed-sort, smollm2)",
         "ko": "글을 쓰는 디코더가 있는 (seed, seed-sort, smollm2)"},
@@ -662,12 +683,29 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "이 문장의 디코딩 기록이 없습니다. 디코딩 보기가 만들어 줍니다. 파이썬에서는 "
               "run.with_trace(trace_data(m, run.texts[i])), 명령줄에서는 python -m explorer.export 의 "
               "--stages 에 이 단계를 넣으면 됩니다."},
+    "decoding.step_label": {
+        "en": "Step (for the link, the table and the downloads)",
+        "ko": "단계 (링크·표·내려받기에 쓰는 단계)"},
+    "decoding.step_help": {
+        "en": "The figure's own slider and ▶ switch steps in the browser without asking the server; this "
+              "one sets the step the figure opens at, the step in the link (step=) and the PNG/SVG download.",
+        "ko": "그림 안의 슬라이더와 ▶는 서버에 묻지 않고 브라우저에서 단계를 바꿉니다. 이 슬라이더는 그림이 "
+              "처음 보여 줄 단계, 링크의 단계(step=), PNG/SVG 내려받기의 단계를 정합니다."},
     "decoding.stopped_eos": {
         "en": "{n} steps: it stopped when it wrote its end token.",
         "ko": "{n}단계: 끝 토큰을 쓰고 멈췄습니다."},
     "decoding.stopped_limit": {
         "en": "{n} steps: it stopped at the limit of {n} new tokens.",
         "ko": "{n}단계: 새 토큰 {n}개 한도에서 멈췄습니다."},
+    "decoding.written_at": {
+        "en": "At step {t}: the text so far, and the token it writes now",
+        "ko": "{t}단계: 지금까지의 글과 지금 쓰는 토큰"},
+    "decoding.gif": {
+        "en": "GIF (every step)",
+        "ko": "GIF (모든 단계)"},
+    "decoding.pdf": {
+        "en": "PDF (a page per step)",
+        "ko": "PDF (단계마다 한 쪽)"},
     "decoding.step": {
         "en": "step",
         "ko": "단계"},

@@ -14,12 +14,16 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 import torch
+from helpers import strings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_hostile import RAW_MARKUP, raw_text
 from test_i18n import clean, english_words, figure_strings, table_strings
 from safetensors.torch import save_file
 from test_pretrained_tiny import BERT_CFG, bert_state, bert_tokenizer, write_llama_gguf
 
 import model
-from explorer import fastpath
+from explorer import fastpath, inputs
 from explorer.views import stages
 from explorer.views.trace import DECODER_MAX_NEW_TOKENS, hook_names, trace_data
 from model import fetch
@@ -278,3 +282,35 @@ def test_korean_figures_and_tables_carry_no_english_catalogue_word():
     # and the check can fail: the English figure has them
     fig, _ = figure(m, run, lang="en")
     assert any(p.search(clean(s)) for s in figure_strings(fig.to_dict()) for p in words.values())
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(raw=raw_text, step=st.integers(-3, 99), head=st.integers(-1, 9))
+def test_any_text_decodes_into_a_safe_timeline(raw, step, head):
+    """Fuzzed input (markup, controls, specials, emoji) through an untrained seed model, which writes
+    anything at all: every string of the timeline carries only the view's own markup."""
+    m = _untrained()
+    texts, _ = inputs.limit_sentences(raw)
+    if not texts:
+        return
+    texts, _ = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
+    run = stages.run_data(m, texts[:1]).with_trace(trace_data(m, texts[0], max_new_tokens=12))
+    sel = stages.Selection("seed", 0, 1, head, "decoder.self_attn")
+    fig, df = stages.stage_figure("decoding", run, m.info, sel, step=step, lang="ko" if head % 2 else "en")
+    assert fig.frames and fig.to_json()
+    for text in strings(fig.to_plotly_json()):
+        assert not RAW_MARKUP.search(text), text[:120]
+    for frame in fig.to_dict()["frames"]:
+        for text in strings(frame):
+            assert not RAW_MARKUP.search(text), text[:120]
+    df.to_csv()
+
+
+_UNTRAINED = []
+
+
+def _untrained():
+    if not _UNTRAINED:
+        _UNTRAINED.append(model.load("seed", random=True))
+    return _UNTRAINED[0]

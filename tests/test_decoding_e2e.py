@@ -11,7 +11,7 @@ import time
 from urllib.parse import quote
 
 import pytest
-from test_e2e import ARGS, ARTIFACTS, CHROMIUM, browser, no_exception, server  # noqa: F401 (fixtures)
+from test_e2e import ARTIFACTS, browser, no_exception, server  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 playwright = pytest.importorskip("playwright.sync_api")

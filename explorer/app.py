@@ -2,7 +2,7 @@
 
 Thin wiring only: sidebar controls -> a cached run of the model (explorer/state.py) -> the stage
 figures (explorer/views/stages.py) -> ``show_figure``. URL query parameters (model, text, layer,
-head, block, sentence, lang, view, query, key) set the state on load and follow it.
+head, block, sentence, lang, view, query, key, step) set the state on load and follow it.
 """
 from __future__ import annotations
 
@@ -379,6 +379,71 @@ def render_section(section: str, page: Page) -> None:
             after(page)
 
 
+# --- the Decoding view (stage "decoding": explorer/views/decoding.py) --------------------------
+# The trace is cached per model and sentence (state.trace); the figure holds every step as an
+# animation frame, so its own slider and play/pause switch steps in the browser. The "step" widget
+# below it sets the step the figure opens at, the URL's `step` and the downloads.
+
+KEEP += ("step",)
+OWN_VIEWS = ("decoding",)  # views of their own, not part of "all"
+
+
+def decoding_trace(page: Page) -> dict:
+    """Attach the selected sentence's cached trace to the page's run; the step from the URL or the
+    widget, clipped to the steps there are."""
+    try:
+        with st.spinner(t("running")):
+            tr = state.trace(page.sel.model, page.texts[page.sel.sentence])
+    except Exception as e:  # the stage then says it has no trace
+        log.exception("decoding failed")
+        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        return {}
+    page.run = page.run.with_trace(tr)
+    pending = st.session_state.get("_url_ints", {})
+    if "step" in pending:
+        value = pending.pop("step")
+        used = inputs.clip(value, tr.n_steps)
+        if used != value:
+            st.warning(t("clipped_param", name="step", value=value, used=used), icon="⚠️")
+        st.session_state["step"] = used
+    st.session_state["step"] = inputs.clip(keep("step", 0), tr.n_steps)
+    return {"decoding": {"step": int(st.session_state["step"])}}
+
+
+def decoding_details(page: Page) -> None:
+    """Under the timeline: the step widget, the text at that step, GIF/PDF downloads, the words."""
+    tr = stages.decoding_trace(page.run, page.sel.sentence)
+    if tr is None:
+        return
+    if tr.n_steps > 1:
+        st.slider(t("decoding.step_label"), 0, tr.n_steps - 1, key="step", help=t("decoding.step_help"))
+    step = int(st.session_state["step"])
+    q = int(tr.query[step])
+    first = 1 if tr.kind == "encoder-decoder" else 0  # the seed decoder's column 0 is <s>
+    st.caption(t("decoding.written_at", t=step))
+    st.code("".join(tr.tokens[first: q + 1]) + " → " + style.visible(tr.chosen_tokens[step]), language=None)
+    options = {"step": step}
+    fig, _ = state.stage_figure("decoding", page.sel.model, page.texts, page.run, page.info, page.sel, page.lang,
+                                **options)
+    export_ui.animation_downloads(fig, page.meta("decoding"), "decoding")
+    st.markdown(t("decoding.cache", d=page.info.d_head))
+    st.markdown(t("decoding.teacher_forcing"))
+    sync_url({"step": step})
+
+
+CONTROLS["decoding"] = (decoding_trace, decoding_details)
+
+
+def render_decoding(section: str, page: Page) -> None:
+    if not stages.applies("decoding", page.info):
+        st.info(t("not_for_model", what=t("decoding.needs_decoder")), icon="ℹ️")
+        return
+    render_section(section, page)
+
+
+SECTION_PAGES = {"decoding": render_decoding}  # sections drawn by a function of their own
+
+
 def page() -> None:
     read_url_once()
     messages: list = list(st.session_state.pop("_url_msgs", []))
@@ -440,11 +505,11 @@ def page() -> None:
     view = st.session_state["view"]
     pg = Page(run, info, sel, texts)
     export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures
-    sections = [s for s, _ in stages.SECTIONS] if view == "all" else [view]
+    sections = [s for s, _ in stages.SECTIONS if s not in OWN_VIEWS] if view == "all" else [view]
     for section in sections:
         if view == "all":
             st.header(t(f"section_{section}"), divider="gray")
-        render_section(section, pg)
+        SECTION_PAGES.get(section, render_section)(section, pg)
 
     sync_url({"model": name, "lang": lang(), "text": "\n".join(texts), "sentence": sel.sentence,
               "block": sel.block, "layer": sel.layer, "head": sel.head, "view": view})

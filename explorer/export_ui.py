@@ -220,3 +220,28 @@ def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) 
         items.append(ex.stage_item(sid, run, info, sel, model_name=sel.model, text=text,
                                    theme=theme, lang=lang, fig=fig, df=df))
     return items
+
+
+# --- figures with animation frames (the Decoding view's timeline) ----------------------------------
+
+def animation_downloads(fig, meta: dict, key: str) -> None:
+    """GIF (every frame) and PDF (one page per frame) download buttons for a figure with animation
+    frames; rendered only when clicked (one chromium render per frame: a 40-step timeline takes
+    40 renders)."""
+    s, lang = settings(), meta.get("lang", "en")
+    em = _meta(meta)
+    caption = meta.get("caption")
+    reason = ex.unavailable_reason()
+    stem = ex.file_stem(em)
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    for fmt, label in (("gif", i18n.t("decoding.gif", lang)), ("pdf", i18n.t("decoding.pdf", lang))):
+        def data(fmt=fmt) -> bytes:
+            prepared = ex.prepare(fig, em, theme=s["theme"], caption=caption)
+            return ex.gif_bytes(prepared) if fmt == "gif" else ex.pdf_pages_bytes(prepared)
+
+        row.download_button(
+            label, data=data, file_name=f"{stem}-steps.{fmt}", mime=ex.MIME[fmt], key=f"{key}-dl-steps-{fmt}",
+            on_click="ignore", disabled=reason is not None, icon=":material/animated_images:" if fmt == "gif"
+            else ":material/picture_as_pdf:", width="stretch",
+            help=_t(lang, "unavailable", reason=reason.reason, install=reason.install)
+            if reason else f"{stem}-steps.{fmt}")

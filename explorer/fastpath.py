@@ -61,15 +61,16 @@ def colour_scale(name: str) -> list:
     return _SCALES[name]
 
 
-def make_figure(traces, layout: dict) -> "Figure":
+def make_figure(traces, layout: dict, frames: list[dict] | None = None) -> "Figure":
     """One figure from plain trace dicts (``trace``) and a plain layout, without validation.
-    The default template is added as plotly would (shared, never copied)."""
+    The default template is added as plotly would (shared, never copied). ``frames``: plotly
+    animation frames as plain dicts (``{"name", "data", "traces", "layout"}``), or None."""
     data = [t if isinstance(t, dict) else t.to_plotly_json() for t in traces]
     lay = dict(layout)
     template = _template()
     if template is not None and "template" not in lay:
         lay["template"] = template
-    return Figure(data, lay, _lazy=True)
+    return Figure(data, lay, _lazy=True, _frames=list(frames) if frames else None)
 
 
 class Figure(go.Figure):
@@ -82,12 +83,12 @@ class Figure(go.Figure):
 
     _making = threading.RLock()
 
-    def __init__(self, data=None, layout=None, *args, _lazy: bool = False, **kwargs) -> None:
+    def __init__(self, data=None, layout=None, *args, _lazy: bool = False, _frames=None, **kwargs) -> None:
         if not _lazy:  # e.g. a copy or an unpickled figure: as go.Figure
             super().__init__(data, layout, *args, **kwargs)
             return
-        self._plain = (data, layout)
-        self._pending = (data, layout)
+        self._plain = (data, layout, _frames)
+        self._pending = (data, layout, _frames)
 
     def __getattr__(self, name: str):  # only for what the instance does not have (yet)
         if name.startswith("__") or name in ("_pending", "_plain", "_frozen"):
@@ -95,7 +96,7 @@ class Figure(go.Figure):
         with Figure._making:
             pending = self.__dict__.pop("_pending", None)
             if pending is not None:
-                go.Figure.__init__(self, data=pending[0], layout=pending[1], _validate=False)
+                go.Figure.__init__(self, data=pending[0], layout=pending[1], frames=pending[2], _validate=False)
         return object.__getattribute__(self, name)
 
     def to_dict(self) -> dict:
@@ -183,6 +184,8 @@ def plain_dict(fig: go.Figure) -> dict:
     if plain is None:
         return fig.to_dict()
     out = {"data": _copy(plain[0]), "layout": _copy(plain[1])}
+    if plain[2]:  # as to_dict: the key only when there are frames
+        out["frames"] = _copy(plain[2])
     template = out["layout"].pop("template", None)
     _to_base64(out)
     if template is not None:

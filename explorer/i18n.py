@@ -637,6 +637,132 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "No Korean font is installed: Korean labels in PNG and PDF files would be empty boxes. "
               "Install with `{install}`.",
         "ko": "한글 글꼴이 없어 PNG·PDF의 한글이 빈 네모로 나옵니다. 설치: `{install}`."},
+    # --- decoding (the Decoding view: explorer/views/decoding.py, stage "decoding") -----------------
+    "section_decoding": {
+        "en": "Decoding",
+        "ko": "디코딩"},
+    "stage.decoding.title": {
+        "en": "Decoding, one token at a time, with the key/value cache",
+        "ko": "한 토큰씩 디코딩하기: 키·밸류 캐시"},
+    "stage.decoding.explain": {
+        "en": "A decoder writes one token per step. At step t only the newest token goes through the "
+              "decoder: its query is compared with the keys of every token so far, which wait in the "
+              "key/value cache (each earlier step appended its own key and value column), and nothing "
+              "earlier is computed again. The causal mask costs nothing here: a later key is simply not "
+              "in the cache yet. Press ▶ or drag the figure's slider: the steps switch in your browser.",
+        "ko": "디코더는 한 단계에 토큰 하나를 씁니다. t번째 단계에서는 가장 새 토큰 하나만 디코더를 통과합니다. "
+              "그 토큰의 쿼리를 지금까지 나온 모든 토큰의 키와 비교하는데, 이 키들은 키·밸류 캐시에 들어 있습니다 "
+              "(앞 단계마다 자기 키와 밸류(V) 열을 하나씩 덧붙였습니다). 앞부분은 다시 계산하지 않습니다. "
+              "인과 마스크도 따로 할 일이 없습니다: 뒤에 올 키는 아직 캐시에 없기 때문입니다. ▶를 누르거나 "
+              "그림의 슬라이더를 끌어 보세요: 단계는 브라우저 안에서 바로 바뀝니다."},
+    "decoding.cache": {
+        "en": "**What the cache holds.** For every layer and every head: one key vector and one value "
+              "vector (d_head = {d} numbers each) for every token so far — the K and V panels, one column "
+              "per token. A step appends one column to each and reads them all; its query is used once and "
+              "dropped, so queries are not cached. Without the cache, step t would compute the keys and "
+              "values of all t + 1 tokens again instead of one.",
+        "ko": "**캐시에 들어 있는 것.** 레이어마다, 헤드마다: 지금까지의 토큰 하나에 키 벡터 하나와 밸류 벡터 하나"
+              "(각각 d_head = {d}개의 수) — K와 V 그림의 열 하나가 토큰 하나입니다. 한 단계는 각각에 열을 하나 "
+              "덧붙이고 전부를 읽습니다. 쿼리는 한 번 쓰고 버리므로 캐시하지 않습니다. 캐시가 없으면 t번째 단계는 "
+              "토큰 하나가 아니라 t + 1개 토큰 모두의 키와 밸류를 다시 계산해야 합니다."},
+    "decoding.teacher_forcing": {
+        "en": "**Why writing is sequential when training is not.** In training (teacher forcing) the "
+              "whole correct output is known in advance: the decoder reads it shifted by one position and "
+              "predicts every next token at once, in one pass, while the causal mask keeps each position "
+              "from seeing the answer after it. When writing, the next input is the token the model has "
+              "just chosen, which does not exist until the previous step has finished: one step at a time.",
+        "ko": "**학습은 한 번에 하는데 생성은 왜 한 단계씩일까.** 학습(티처 포싱, teacher forcing)에서는 정답 "
+              "출력 전체를 미리 압니다: 디코더는 그것을 한 칸 밀어서 읽고 모든 위치의 다음 토큰을 한 번의 계산으로 "
+              "동시에 예측합니다. 이때 인과 마스크가 각 위치가 자기 뒤의 정답을 보지 못하게 막습니다. 생성할 때는 "
+              "다음 입력이 모델이 방금 고른 토큰인데, 그 토큰은 앞 단계가 끝나야 생기므로 한 단계씩 갈 수밖에 "
+              "없습니다."},
+    "decoding.needs_decoder": {
+        "en": "a decoder that writes text (seed, seed-sort, smollm2)",
+        "ko": "글을 쓰는 디코더가 있는 (seed, seed-sort, smollm2)"},
+    "decoding.no_trace": {
+        "en": "No decoding trace for this sentence. The Decoding view makes one; in Python: "
+              "run.with_trace(trace_data(m, run.texts[i])); on the command line: "
+              "python -m explorer.export --stages decoding",
+        "ko": "이 문장의 디코딩 기록이 없습니다. 디코딩 보기가 만들어 줍니다. 파이썬에서는 "
+              "run.with_trace(trace_data(m, run.texts[i])), 명령줄에서는 python -m explorer.export 의 "
+              "--stages 에 이 단계를 넣으면 됩니다."},
+    "decoding.step_label": {
+        "en": "Step (for the link, the table and the downloads)",
+        "ko": "단계 (링크·표·내려받기에 쓰는 단계)"},
+    "decoding.step_help": {
+        "en": "The figure's own slider and ▶ switch steps in the browser without asking the server; this "
+              "one sets the step the figure opens at, the step in the link (step=) and the PNG/SVG download.",
+        "ko": "그림 안의 슬라이더와 ▶는 서버에 묻지 않고 브라우저에서 단계를 바꿉니다. 이 슬라이더는 그림이 "
+              "처음 보여 줄 단계, 링크의 단계(step=), PNG/SVG 내려받기의 단계를 정합니다."},
+    "decoding.stopped_eos": {
+        "en": "{n} steps: it stopped when it wrote its end token.",
+        "ko": "{n}단계: 끝 토큰을 쓰고 멈췄습니다."},
+    "decoding.stopped_limit": {
+        "en": "{n} steps: it stopped at the limit of {n} new tokens.",
+        "ko": "{n}단계: 새 토큰 {n}개 한도에서 멈췄습니다."},
+    "decoding.written_at": {
+        "en": "At step {t}: the text so far, and the token it writes now",
+        "ko": "{t}단계: 지금까지의 글과 지금 쓰는 토큰"},
+    "decoding.gif": {
+        "en": "GIF (every step)",
+        "ko": "GIF (모든 단계)"},
+    "decoding.pdf": {
+        "en": "PDF (a page per step)",
+        "ko": "PDF (단계마다 한 쪽)"},
+    "decoding.step": {
+        "en": "step",
+        "ko": "단계"},
+    "decoding.source": {
+        "en": "input",
+        "ko": "입력"},
+    "decoding.written": {
+        "en": "written so far",
+        "ko": "지금까지 쓴 글"},
+    "decoding.prompt_then_written": {
+        "en": "the prompt (grey), then what it wrote",
+        "ko": "프롬프트(회색), 그다음 모델이 쓴 글"},
+    "decoding.self_short": {
+        "en": "self-attention",
+        "ko": "셀프 어텐션"},
+    "decoding.causal_edge": {
+        "en": "causal edge",
+        "ko": "인과 마스크의 경계"},
+    "decoding.cross_short": {
+        "en": "cross-attention",
+        "ko": "크로스 어텐션"},
+    "decoding.top_short": {
+        "en": "next tokens",
+        "ko": "다음 토큰"},
+    "decoding.self_panel": {
+        "en": "self-attention: the new query row over the cached keys",
+        "ko": "셀프 어텐션: 캐시된 키 위의 새 쿼리 행"},
+    "decoding.k_panel": {
+        "en": "K cache (a column per token so far)",
+        "ko": "K 캐시 (지금까지의 토큰마다 한 열)"},
+    "decoding.v_panel": {
+        "en": "V cache",
+        "ko": "밸류(V) 캐시"},
+    "decoding.top_panel": {
+        "en": "most likely next tokens (the chosen one in vermillion)",
+        "ko": "다음 토큰 후보 (고른 토큰은 주홍색)"},
+    "decoding.cross_panel": {
+        "en": "cross-attention: the new row into the encoder's memory",
+        "ko": "크로스 어텐션: 인코더 메모리를 보는 새 행"},
+    "decoding.reads": {
+        "en": "reads",
+        "ko": "읽는 토큰"},
+    "decoding.writes": {
+        "en": "writes",
+        "ko": "쓰는 토큰"},
+    "decoding.candidates": {
+        "en": "candidates",
+        "ko": "후보"},
+    "decoding.looks_at": {
+        "en": "this head looks most at",
+        "ko": "이 헤드가 가장 많이 보는 키"},
+    "decoding.cross_looks_at": {
+        "en": "its cross-attention looks most at",
+        "ko": "크로스 어텐션이 가장 많이 보는 입력"},
 }
 
 

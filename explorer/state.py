@@ -34,6 +34,7 @@ import model
 from explorer import fastpath, memory
 from explorer.views import stages
 from explorer.views.data import RunData, run_data, weights_of
+from explorer.views.trace import TraceData, trace_data
 from model.registry import SEED_WEIGHTS
 
 RUN_CACHE_ENTRIES = 32
@@ -257,3 +258,24 @@ def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info,
         sel = replace(sel, query=0, key=0)
     opts = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
     return _figure(stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts, run, info)
+
+
+# --- decoding: the Decoding view's token-by-token trace (explorer/views/trace.py) -------------------
+# One sentence at a time (the one on screen), cached by model and text next to the runs. A
+# cache_resource, not cache_data: the trace is only read (never changed), and a rerun that only moves
+# the step would otherwise unpickle a copy of it (SmolLM2: ~3 MB for 30 steps) every time.
+TRACE_CACHE_ENTRIES = 8
+
+
+@st.cache_resource(max_entries=TRACE_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _trace(name: str, stamp: float | None, text: str) -> TraceData:
+    m, _ = _load(name, stamp)
+    with _RUN_SLOTS:  # a cache hit never waits here
+        return trace_data(m, text)
+
+
+def trace(name: str, text: str) -> TraceData:
+    """The model's greedy decoding of ``text``, step by step (cached by model and text): moving
+    through its steps, or changing layer, head or view, never runs the model again. TypeError for
+    an encoder-only model."""
+    return _trace(name, weights_stamp(name), text)

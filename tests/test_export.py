@@ -270,7 +270,7 @@ def tiny(tmp_path_factory) -> str:
     (["--layer", "2"], "--layer 2 is out of range: tiny has 2 layer(s) in encoder, so use 0..1"),
     (["--block", "decoder.self_attn", "--layer", "1"], "--layer 1 is out of range"),
     (["--head", "-1"], "--head -1 is out of range: tiny has 2 heads, so use 0..1"),
-    (["--format", "png,gif"], "unknown format 'gif'"),
+    (["--format", "png,bmp"], "unknown format 'bmp'"),
     (["--sentence", "1"], "--sentence 1 is out of range"),
     (["--block", "decoder.middle_attn"], "--block decoder.middle_attn does not exist"),
     (["--theme", "neon"], "invalid choice: 'neon'"),

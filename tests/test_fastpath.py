@@ -92,3 +92,20 @@ def test_streamlit_sends_a_shared_figure_without_serialising_it_again():
     assert at.session_state["fell_through"] == [], "st.plotly_chart no longer reaches the shared JSON"
     spec = at.get("plotly_chart")[0].proto.spec
     assert spec == at.session_state["expected"]
+
+
+def test_animation_frames_travel_as_validated_plotly_makes_them():
+    """A figure with frames (the Decoding view's timeline) keeps them, on the wire exactly as
+    validated plotly writes them, typed arrays inside frames included; without frames, no key."""
+    frames = [dict(name=str(t), traces=[0], data=[dict(type="heatmap", z=np.full((2, 2), t, dtype=np.float32))],
+                   layout=dict(shapes=[dict(type="rect", x0=t, x1=t + 1, y0=0, y1=1)])) for t in range(3)]
+    fig = fastpath.make_figure([fastpath.trace("heatmap", z=np.zeros((2, 2), dtype=np.float32))],
+                               {"sliders": [dict(active=1, steps=[dict(method="animate", args=[[str(t)]])
+                                                                  for t in range(3)])]}, frames)
+    plain = fastpath.plain_dict(fig)
+    assert [f["name"] for f in plain["frames"]] == ["0", "1", "2"]
+    assert plain["frames"][2]["data"][0]["z"]["dtype"] == "f4"  # a typed array, as plotly sends it
+    assert as_json(plain) == as_json(go.Figure(plain).to_dict())
+    assert as_json(plain) == as_json(fig.to_dict())
+    assert len(fig.frames) == 3  # the lazily made plotly figure has them too
+    assert "frames" not in fastpath.plain_dict(fastpath.make_figure([], {}))

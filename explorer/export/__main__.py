@@ -2,6 +2,8 @@
 
     python -m explorer.export --model seed --text "hello world" --layer 0 --head 1 \\
         --stages all --format png,svg,pdf --out slides/
+    python -m explorer.export --model smollm2 --text "The capital of France is" \\
+        --stages decoding --format gif,pdf --max-new-tokens 12   # a GIF of every step, a page per step
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import model
 from explorer.views import stages as views
 from explorer.views.theme import THEME_NAMES
+from explorer.views.trace import trace_data
 from model.registry import FETCHED, SEED_WEIGHTS
 
 from .bundles import render_items, slugify, stage_ids, stage_items, zip_items, check_formats
@@ -53,7 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", type=int, default=0, help="key position for per-column stages")
     p.add_argument("--stages", default="all", help="'all' or a comma-separated list of stage ids")
     p.add_argument("--format", default="png,svg,pdf",
-                   help="comma-separated: png, svg, pdf, csv (default png,svg,pdf)")
+                   help="comma-separated: png, svg, pdf, csv, gif (default png,svg,pdf); for the "
+                        "decoding stage, gif animates every step and pdf has a page per step")
+    p.add_argument("--step", type=int, default=0,
+                   help="decoding: the step its PNG and SVG show (default 0)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="decoding: write at most this many tokens (default as the app: 40 for a "
+                        "decoder-only model, the input's length + 8 for the seed models)")
     p.add_argument("--out", default="slides", help="output folder (created if missing)")
     p.add_argument("--theme", choices=THEME_NAMES, default="presentation")
     p.add_argument("--lang", choices=("en", "ko"), default="en")
@@ -79,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--format: {e}")
     if a.scale <= 0 or a.scale > 10:
         parser.error("--scale must be in (0, 10]")
+    if a.max_new_tokens is not None and a.max_new_tokens < 1:
+        parser.error("--max-new-tokens must be at least 1")
     order = stage_ids()
     stages = order if a.stages.strip().lower() == "all" else _split(a.stages)
     unknown = [s for s in stages if s not in order]
@@ -122,6 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
         stages = [s for s in stages if views.applies(s, info)]
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
+    if "decoding" in stages and views.applies("decoding", info):  # the token-by-token trace it draws
+        tr = trace_data(m, a.text[a.sentence], max_new_tokens=a.max_new_tokens)
+        cache = cache.with_trace(tr)
+        if not 0 <= a.step < tr.n_steps:
+            parser.error(f"--step {a.step} is out of range: {info.name} wrote {tr.n_steps} token(s) for "
+                         f"--text {a.sentence}, so use 0..{tr.n_steps - 1}")
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
                           block=block, query=a.query, key=a.key)
@@ -130,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = a.text[a.sentence]
     try:
         items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
-                            theme=a.theme, lang=a.lang)
+                            theme=a.theme, lang=a.lang, step=a.step)
         bar = _progress_bar(a.quiet, total=sum(
             1 for it in items for f in formats if f != "csv" or it.df is not None))
         if a.zip:

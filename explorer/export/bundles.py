@@ -25,7 +25,8 @@ from explorer import i18n
 from explorer.views import stages as views
 from explorer.views.theme import DEFAULT_THEME, apply_theme, get_theme
 
-from .renderer import FORMATS, IMAGE_FORMATS, export_size, figure_bytes, table_bytes
+from .animation import gif_bytes, pdf_pages_bytes
+from .renderer import ANIMATED_FORMATS, FORMATS, IMAGE_FORMATS, export_size, figure_bytes, table_bytes
 
 @dataclass(frozen=True)
 class ExportMeta:
@@ -179,6 +180,10 @@ def render_items(items: Sequence[Item], formats: Iterable[str], *, scale: float 
                 if it.df is None:
                     continue
                 data = table_bytes(it.df)
+            elif fmt == "gif":  # every frame of an animated figure (one frame otherwise), at layout size
+                data = gif_bytes(it.fig)
+            elif fmt == "pdf" and it.fig.frames:  # a timeline: a page per frame (PNG/SVG: the step it opens at)
+                data = pdf_pages_bytes(it.fig)
             else:
                 data = figure_bytes(it.fig, fmt, scale=scale)
             done += 1
@@ -191,8 +196,8 @@ def check_formats(formats: Iterable[str]) -> list[str]:
     out: list[str] = []
     for f in formats:
         f = f.strip().lower()
-        if f not in FORMATS:
-            raise ValueError(f"unknown format {f!r}; choose from {', '.join(FORMATS)}")
+        if f not in FORMATS + ANIMATED_FORMATS:
+            raise ValueError(f"unknown format {f!r}; choose from {', '.join(FORMATS + ANIMATED_FORMATS)}")
         if f not in out:
             out.append(f)
     if not out:

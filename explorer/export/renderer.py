@@ -35,8 +35,9 @@ except ImportError:  # image export says how to install it; CSV still works
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 FORMATS = (*IMAGE_FORMATS, "csv")
+ANIMATED_FORMATS = ("gif",)  # explorer/export/animation.py: every frame of a timeline (the exporter's --format)
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf",
-        "csv": "text/csv", "zip": "application/zip", "json": "application/json"}
+        "csv": "text/csv", "zip": "application/zip", "json": "application/json", "gif": "image/gif"}
 INSTALL_COMMAND = "apt-get install -y chromium fonts-noto-cjk"
 # Where a browser is looked for, in order (BROWSER_PATH, the variable choreographer and kaleido
 # honour, overrides them all).
@@ -297,12 +298,17 @@ def export_size(fig: go.Figure, theme: str = DEFAULT_THEME, width: int | None = 
 def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | None = None,
                  height: int | None = None) -> bytes:
     """Render ``fig`` as png, svg or pdf. PNG pixel size = (width, height) × scale; SVG and PDF
-    are vector, at the layout size."""
+    are vector, at the layout size. A figure with animation frames (a timeline) is drawn at the step
+    it opens at, without its slider and buttons (every step: explorer/export/animation.py)."""
     fmt = fmt.lower()
     if fmt not in IMAGE_FORMATS:
         raise ValueError(f"unknown image format {fmt!r}; choose from {', '.join(IMAGE_FORMATS)}")
     if not scale or scale <= 0:
         raise ValueError("scale must be positive")
+    if fig.frames:
+        from .animation import current_figure  # (animation renders its frames through this function)
+
+        fig = current_figure(fig)
     w, h = export_size(fig, width=width, height=height)
     if fmt != "png":
         scale = 1  # vector: the page keeps the layout size (1600×900 px → 1200×675 pt)

@@ -43,6 +43,9 @@ class RunData:
     top_ids: np.ndarray | None = None  # (B, T, k) int32, most likely first
     top_probs: np.ndarray | None = None  # (B, T, k) float32 softmax probabilities
     top_text: dict[int, str] = field(default_factory=dict)
+    # the Decoding view's token-by-token trace of one of the sentences (explorer/views/trace.py:
+    # TraceData, whose ``text`` says which): attached with ``with_trace``, never by run_data
+    trace: object | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -59,6 +62,10 @@ class RunData:
 
     def with_weights(self, weights: Mapping[str, np.ndarray]) -> "RunData":
         return replace(self, weights=weights)
+
+    def with_trace(self, trace) -> "RunData":
+        """This run with a decoding trace attached (a TraceData: ``trace_data(m, text)``)."""
+        return replace(self, trace=trace)
 
 
 def _np(x) -> np.ndarray:

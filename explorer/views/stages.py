@@ -34,6 +34,7 @@ from explorer import i18n
 from explorer.inputs import clip
 
 from . import attention as av
+from . import decoding as dv
 from . import positional as pv
 from . import pretrained as pt
 from . import style
@@ -475,6 +476,55 @@ def _overview(c: _Ctx, title: str, opts: dict):
     pats = np.stack([c.run[f"{stack}.blocks.{li}.{attn}.hook_pattern"][c.sel.sentence] for li in range(n_layers)])
     return av.overview_figure(pats, c.n_q, layers=overview_layers(n_layers, c.sel.layer),
                               selected=(c.sel.layer, c.sel.head), title=title, labels=c.L)
+
+
+# --- decoding: one sentence written token by token (explorer/views/decoding.py) --------------------
+# The trace comes with the run (``run.with_trace(trace_data(m, text))``; the app attaches the cached
+# one, the exporter makes one): a builder never runs a model. Without a trace of the selected
+# sentence the stage returns a figure that says how to get one.
+
+def _has_decoder(info: dict) -> bool:
+    return info.get("kind") in ("decoder", "encoder-decoder")
+
+
+def _decoding_words(lang: str) -> dict[str, str]:
+    keys = ("decoding.step", "decoding.source", "decoding.written", "decoding.prompt_then_written",
+            "decoding.self_short", "decoding.causal_edge", "decoding.cross_short", "decoding.top_short",
+            "decoding.self_panel", "decoding.k_panel", "decoding.v_panel",
+            "decoding.top_panel", "decoding.cross_panel", "decoding.reads", "decoding.writes",
+            "decoding.candidates", "decoding.looks_at", "decoding.cross_looks_at")
+    return {k.split(".", 1)[1]: i18n.t(k, lang) for k in keys}
+
+
+def decoding_trace(run: RunData, sentence: int):
+    """The run's decoding trace if it is the given sentence's, else None."""
+    tr = getattr(run, "trace", None)
+    if tr is None or sentence >= len(run.texts) or tr.text != run.texts[sentence]:
+        return None
+    return tr
+
+
+def _decoding_note(c: _Ctx) -> str | None:
+    tr = decoding_trace(c.run, c.sel.sentence)
+    if tr is None:
+        return None
+    key = "decoding.stopped_eos" if tr.finished else "decoding.stopped_limit"
+    return c.words(key, n=tr.n_steps)
+
+
+@stage("decoding", section="decoding", applies=_has_decoder, controls="decoding", note=_decoding_note,
+       formula=r"a_t = \mathrm{softmax}\!\left(\frac{q_t\,[K_{<t};\,k_t]^\top}{\sqrt{d_k}}\right),\quad "
+               r"z_t = a_t\,[V_{<t};\,v_t],\quad x_{t+1} = \arg\max_x\, p(x \mid x_{\le t})")
+def _decoding(c: _Ctx, title: str, opts: dict):
+    """Options: ``step`` (the step the figure opens at; default 0)."""
+    if not _has_decoder(c.info):
+        return _not_for(c, title, "decoding.needs_decoder")
+    tr = decoding_trace(c.run, c.sel.sentence)
+    if tr is None:
+        return _notice(c.words("decoding.no_trace"), title), None
+    layer, head = clip(c.sel.layer, tr.n_layers), clip(c.sel.head, tr.n_heads)
+    return dv.timeline_figure(tr, layer, head, clip(opts.get("step", 0), tr.n_steps), title=title, labels=c.L,
+                              words=_decoding_words(c.lang))
 
 
 # --- what the registry gives everyone ---------------------------------------------------------------

@@ -179,9 +179,10 @@ def layout_defaults(title: str, height: int | None = None) -> dict:
 
 
 def make_figure(traces, layout: dict, *, title: str = "", height: int | None = None,
-                subtitle: str | None = None) -> go.Figure:
+                subtitle: str | None = None, frames: list[dict] | None = None) -> go.Figure:
     """One figure from plain trace dicts (``trace``) and a plain layout, our look underneath
-    (``layout_defaults``); built without plotly's validation (explorer/fastpath.py)."""
+    (``layout_defaults``); built without plotly's validation (explorer/fastpath.py). ``frames``:
+    plotly animation frames (plain dicts), played in the browser."""
     lay = layout_defaults(title, height)
     if subtitle is not None:
         lay["title"]["subtitle"] = dict(text=subtitle)
@@ -190,7 +191,7 @@ def make_figure(traces, layout: dict, *, title: str = "", height: int | None = N
             lay[k] = {**lay[k], **v}
         else:
             lay[k] = v
-    return fastpath.make_figure(traces, lay)
+    return fastpath.make_figure(traces, lay, frames)
 
 
 def masked_markers(mask_blocked: np.ndarray, *, xaxis: str = "x", yaxis: str = "y",

@@ -224,12 +224,12 @@ def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...
                         weigh=lambda made: fastpath.json_bytes(made[0]))
 
 
-def _picked(key: tuple, base, pick: str):
+def _picked(key: tuple, base, pick: str, lang: str):
     """The clickable copy of a shared figure (explorer/views/picking.py), memoised beside it."""
     from explorer.views import picking
 
     def make():
-        return fastpath.share(picking.pickable(base[0], pick)), base[1]
+        return fastpath.share(picking.pickable(base[0], pick, lang)), base[1]
 
     return _FIGURES.get(key + (("pick", pick),), make, weigh=lambda made: fastpath.json_bytes(made[0]))
 
@@ -279,4 +279,4 @@ def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info,
                         + [(k, ("run", v.edits, tuple(v.texts))) for k, v in runs.items()]))
     key = (stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts)
     made = _figure(*key, run, info, runs)
-    return made if pick is None else _picked(key, made, pick)
+    return made if pick is None else _picked(key, made, pick, lang)

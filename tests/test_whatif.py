@@ -270,6 +270,8 @@ def test_the_figure_memo_keys_on_the_edited_run(seed, runs):
     base, _ = state.stage_figure("softmax", "seed", TEXTS, runs[""], seed.info, sel, "en")
     assert p1 is not base and len(p1.data) == len(base.data) + 1
     assert p1 is state.stage_figure("softmax", "seed", TEXTS, runs[""], seed.info, sel, "en", pick="cell")[0]
+    ko, _ = state.stage_figure("softmax", "seed", TEXTS, runs[""], seed.info, sel, "ko", pick="cell")
+    assert i18n.t("whatif.click_cell", "ko") in ko.data[-1].hovertemplate  # the page's language
 
 
 # --- export ------------------------------------------------------------------------------------------
@@ -355,7 +357,11 @@ def test_a_clickable_copy_has_a_target_at_every_cell_and_leaves_the_shared_figur
     assert list(zip(target.y[:n_k + 1], target.x[:n_k + 1])) == [(0, j) for j in range(n_k)] + [(1, 0)]
     assert target.marker.opacity == 0 and picked.layout.hoverdistance == -1
     assert i18n.t("whatif.click_cell", "ko") in target.hovertemplate
-    assert target.customdata[n_k + 2][0] == fig.data[0].customdata[1][2][0]  # the heatmap's hover words
+    assert target.customdata[n_k + 2][0] == fig.data[0].customdata[1][2][0]  # the heatmap's hover words,
+    assert picked.data[0].customdata is None and picked.data[0].hoverinfo == "skip"  # moved, not sent twice
+    scaled = picking.pickable(stages.stage_figure("scaled", runs[""], seed.info, sel)[0], "cell")
+    assert "%{marker.color:.4f}" in scaled.data[-1].hovertemplate and "%{z" not in scaled.data[-1].hovertemplate
+    assert np.array_equal(scaled.data[-1].marker.color, np.asarray(scaled.data[0].z, np.float32).ravel())
     assert picking.picked([{"curve_number": len(fig.data), "point_index": 5, "x": 3, "y": 1}], picked) == \
         ("cell", 1, 3)
     assert picking.picked([{"curve_number": 0, "x": 3, "y": 1}], picked) is None  # not a target

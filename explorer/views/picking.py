@@ -13,8 +13,9 @@ figure with invisible, selectable targets on top (``pickable``):
 The targets are small transparent scatter markers, and the copy's layout has ``hoverdistance=-1``
 (no cut-off), so the target nearest the pointer is the one hovered and clicked: the cell under the
 pointer, whatever the cells' size. (plotly.js measures a marker's distance from its edge and treats
-everything inside the marker as equally near, so a marker must stay smaller than a cell.) They carry
-the heatmap's hover text (plotly shows the closest point's only). The input figure, which the app
+everything inside the marker as equally near, so a marker must stay smaller than a cell.) The hover
+text moves from the heatmap to the targets (plotly shows the closest point's only): the copy's heatmap
+is not hoverable and hands its per-cell labels to them, so they are sent once, not twice. The input figure, which the app
 memoises and shares between sessions, is never changed: the copy shares its arrays and adds traces.
 Export uses the figure without targets.
 
@@ -36,7 +37,7 @@ from . import style
 
 KINDS = ("cell", "head")
 _HEAD_NAME = re.compile(r"L(\d+) H(\d+)")
-_Z_IN_HOVER = re.compile(r"%\{z(?::\.(\d+)f)?\}")
+_Z_IN_HOVER = re.compile(r"%\{z(:[^}]*)?\}")
 
 
 def _plain(fig: go.Figure) -> tuple[list, dict]:
@@ -55,24 +56,26 @@ def _target(kind: str, **props) -> dict:
 
 
 def cell_targets(heat: Mapping, lang: str = "en") -> dict:
-    """A target at every cell centre of the heatmap trace ``heat`` (a plain trace dict), with its hover."""
-    z = np.asarray(heat["z"], dtype=np.float64)
+    """A target at every cell centre of the heatmap trace ``heat`` (a plain trace dict), with the
+    heatmap's hover: its per-cell labels (customdata), and its values as the markers' colours
+    (``%{z}`` becomes ``%{marker.color}``; the markers are transparent)."""
+    z = np.asarray(heat["z"], dtype=np.float32)
     r, c = z.shape
-    ys, xs = np.divmod(np.arange(r * c, dtype=np.int32), c)
+    small = np.int8 if max(r, c) <= 127 else np.int32  # positions travel as 1-byte typed arrays
+    ys, xs = (a.astype(small) for a in np.divmod(np.arange(r * c), c))  # row-major, as z
     hover = str(heat.get("hovertemplate") or "%{y}, %{x}")
-    text = None
-    m = _Z_IN_HOVER.search(hover)
-    if m:  # the value came from z: carry it as text
-        text = style.fmt_cells(z, int(m.group(1) or 3)).ravel()
-        hover = _Z_IN_HOVER.sub("%{text}", hover)
+    colour = "#000000"
+    if _Z_IN_HOVER.search(hover):  # the value came from z
+        colour = z.ravel()
+        hover = _Z_IN_HOVER.sub(lambda m: "%{marker.color" + (m.group(1) or "") + "}", hover)
     custom = heat.get("customdata")
     if custom is not None:
         custom = np.asarray(custom)
-        custom = custom.reshape(r * c, *custom.shape[2:])  # (r, c[, k]) -> one row per target
+        custom = custom.reshape(r * c, *custom.shape[2:])  # (r, c[, k]) -> one row per target (a view)
     click = style.esc(i18n.t("whatif.click_cell", lang))
     hover = hover.replace("<extra></extra>", "") + f"<br><i>{click}</i><extra></extra>"
-    return _target("cell", x=xs, y=ys, customdata=custom, text=text, hovertemplate=hover,
-                   marker=dict(size=6, opacity=0, color="#000000"),
+    return _target("cell", x=xs, y=ys, customdata=custom, hovertemplate=hover,
+                   marker=dict(size=6, opacity=0, color=colour),
                    xaxis=heat.get("xaxis", "x"), yaxis=heat.get("yaxis", "y"))
 
 
@@ -99,8 +102,11 @@ def pickable(fig: go.Figure, kind: str, lang: str = "en") -> go.Figure:
         raise ValueError(f"unknown pick kind {kind!r}; choose from {', '.join(KINDS)}")
     data, layout = _plain(fig)
     if kind == "cell":
-        heat = next((t for t in data if t.get("type") == "heatmap"), None)
-        targets = [] if heat is None else [cell_targets(heat, lang)]
+        i = next((i for i, t in enumerate(data) if t.get("type") == "heatmap"), None)
+        targets = [] if i is None else [cell_targets(data[i], lang)]
+        if i is not None:  # its hover now comes from the targets
+            data[i] = {**{k: v for k, v in data[i].items() if k not in ("customdata", "hovertemplate")},
+                       "hoverinfo": "skip"}
     else:
         targets = head_targets(data, lang)
     # other selectable traces (e.g. the "×" on masked cells) keep their look when something is selected

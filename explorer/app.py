@@ -2,7 +2,7 @@
 
 Thin wiring only: sidebar controls -> a cached run of the model (explorer/state.py) -> the stage
 figures (explorer/views/stages.py) -> ``show_figure``. URL query parameters (model, text, layer,
-head, block, sentence, lang, view, query, key) set the state on load and follow it.
+head, block, sentence, lang, view, query, key, edit, compare) set the state on load and follow it.
 """
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ def _tag(value: str, n: int) -> str:
 
 def file_stem(meta: ExportMeta) -> str:
     """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``; a what-if figure adds its
-    edits (``..._H1_E-no_causal_20-whatif_pattern``), a comparison its second sentence (``_vs-...``)."""
+    edits (``..._H1_E-no_causal_NN-whatif_pattern``), a comparison its second sentence (``_vs-...``)."""
     is_path = "/" in meta.model or "\\" in meta.model
     model = slugify(Path(meta.model.replace("\\", "/")).stem if is_path else meta.model)
     stage = slugify(meta.stage)

@@ -7,6 +7,8 @@ the exporter's ``--stages`` and the tests.
     for stage_id in stages.STAGE_IDS:
         fig, df = stages.stage_figure(stage_id, run, m.info, sel, lang="ko")
     stages.caption("seed", "hello world", sel, "softmax")
+    edited = stages.run_data(m, ["hello world", "안녕하세요"], edits="no_causal")   # what if
+    fig, df = stages.stage_figure("whatif_pattern", run, m.info, sel, edited=edited)
 
 A stage is one record (``Stage``), declared with ``@stage(...)`` on its builder: its id, its section
 of the page, its formula, which models and blocks it applies to, whether it changes with the
@@ -637,7 +639,9 @@ def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en"
 
     ``options`` (all optional) are the positional-encoding controls: ``pe_base``, ``pe_d_model``,
     ``pe_positions``, ``pe_dims``, ``pe_bases``; and ``next_position`` (the position whose next
-    token "next_token" shows; default the sentence's last real token).
+    token "next_token" shows; default the sentence's last real token); ``edited`` (the what-if
+    stages: a RunData of the same model and sentences made with model.edits) and ``other`` (the
+    comparison: the run of a second sentence alone) — a stage's ``needs`` says which it reads.
     """
     record = _record(stage_id)
     ctx = _context(cache, info, sel, lang, weights)

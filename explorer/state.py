@@ -108,7 +108,9 @@ def model_weights(name: str) -> dict:
 def _forward(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
     m, _ = _load(name, stamp)
     with _RUN_SLOTS:  # a cache hit never waits here
-        return run_data(m, list(texts), with_weights=False, edits=edits or None)
+        if not edits:  # the intact run: the call as it always was
+            return run_data(m, list(texts), with_weights=False)
+        return run_data(m, list(texts), with_weights=False, edits=edits)
 
 
 @st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)

@@ -2,10 +2,11 @@
 
 Thin wiring only: sidebar controls -> a cached run of the model (explorer/state.py) -> the stage
 figures (explorer/views/stages.py) -> ``show_figure``. URL query parameters (model, text, layer,
-head, block, sentence, lang, view, query, key, step) set the state on load and follow it.
+head, block, sentence, lang, view, query, key, step, edit, compare) set the state on load and follow it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import replace
@@ -23,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import export_ui, i18n, inputs, state
-from explorer.views import stages, style
+from explorer.views import picking, stages, style
 from explorer.views.data import axis_tokens
 
 log = logging.getLogger("attention_explorer")
@@ -75,18 +76,27 @@ def load_examples() -> list[str]:
     return out
 
 
-def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str) -> None:
+def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str, *, click: str | None = None,
+                shown=None) -> None:
     """Draw one figure, its download buttons (PNG, SVG, PDF, CSV: explorer/export_ui.py) and a
     switch that shows its numbers as a table. Every figure of the page goes through here.
-    ``meta``: model, sentence, text, block, layer, head, stage, stage_title, caption, lang, selection.
+    ``meta``: model, sentence, text, block, layer, head, stage, stage_title, caption, lang, selection
+    (and edits, compare for the what-if and comparison figures).
+
+    ``click`` ("cell" or "head", the stage record's): the page draws ``shown``, the figure's clickable
+    copy, and a click drills in (``on_pick``); downloads and export take ``fig``.
 
     A table is built and sent only when its switch is on: a page has about twenty figures, and
     tables nobody opens were an eighth of the server's time per page. On a hosted server the
     download buttons are behind a switch too (state.LEAN_DOWNLOADS): four buttons under each of
     twenty figures were an eighth of a class's server time per click (`python -m bench`)."""
     lang = meta.get("lang", "en")
-    st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}",
-                    config={"displaylogo": False, "toImageButtonOptions": {"filename": key}})
+    config = {"displaylogo": False, "toImageButtonOptions": {"filename": key}}
+    if click and shown is not None:
+        st.plotly_chart(export_ui.display_figure(shown), width="stretch", key=f"chart-{key}", config=config,
+                        on_select=functools.partial(on_pick, f"chart-{key}", shown), selection_mode="points")
+    else:
+        st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}", config=config)
     export_ui.remember_shown(fig, df, meta)
     if state.LEAN_DOWNLOADS:
         row = st.container(horizontal=True, gap="small", vertical_alignment="center")
@@ -232,13 +242,15 @@ class Page:
         self.run, self.info, self.sel, self.texts = run, info, sel, texts
         self.lang = lang()
 
-    def meta(self, stage_id: str) -> dict:
+    def meta(self, stage_id: str, options: dict | None = None) -> dict:
         text = self.texts[self.sel.sentence]
+        edits, compare = stages.second_run(stage_id, options or {})
         return {"model": self.sel.model, "sentence": self.sel.sentence, "text": text,
                 "block": self.sel.block, "layer": self.sel.layer, "head": self.sel.head,
                 "stage": stage_id, "stage_title": stages.stage_title(stage_id, self.lang),
-                "caption": stages.caption(self.sel.model, text, self.sel, stage_id, self.lang),
-                "lang": self.lang, "selection": self.sel}
+                "caption": stages.caption(self.sel.model, text, self.sel, stage_id, self.lang, edits=edits,
+                                          compare=compare),
+                "lang": self.lang, "selection": self.sel, "edits": edits, "compare": compare}
 
     def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, **options) -> None:
         record = stages.REGISTRY[stage_id]
@@ -249,12 +261,15 @@ class Page:
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
                                          self.lang, **options)
+            shown = None if record.click is None else state.stage_figure(
+                stage_id, self.sel.model, self.texts, self.run, self.info, self.sel, self.lang,
+                pick=record.click, **options)[0]
             note = stages.stage_note(stage_id, self.run, self.info, self.sel, self.lang)
         except Exception as e:  # one figure failing must not take the page down
             log.exception("stage %s failed", stage_id)
             st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
             return
-        show_figure(fig, df, self.meta(stage_id), key or stage_id)
+        show_figure(fig, df, self.meta(stage_id, options), key or stage_id, click=record.click, shown=shown)
         if note:
             st.caption(note)
 
@@ -446,6 +461,7 @@ SECTION_PAGES = {"decoding": render_decoding}  # sections drawn by a function of
 
 def page() -> None:
     read_url_once()
+    read_whatif_url()
     messages: list = list(st.session_state.pop("_url_msgs", []))
     name, raw = sidebar_inputs()
     st.title(t("app_title"))
@@ -505,7 +521,9 @@ def page() -> None:
     view = st.session_state["view"]
     pg = Page(run, info, sel, texts)
     export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures
-    sections = [s for s, _ in stages.SECTIONS if s not in OWN_VIEWS] if view == "all" else [view]
+    # "all": the pipeline (decoding, what if and two sentences have views of their own)
+    sections = [s for s, ids in stages.SECTIONS
+                if s not in OWN_VIEWS and not all(stages.REGISTRY[i].needs for i in ids)] if view == "all" else [view]
     for section in sections:
         if view == "all":
             st.header(t(f"section_{section}"), divider="gray")
@@ -513,6 +531,204 @@ def page() -> None:
 
     sync_url({"model": name, "lang": lang(), "text": "\n".join(texts), "sentence": sel.sentence,
               "block": sel.block, "layer": sel.layer, "head": sel.head, "view": view})
+    sync_whatif_url(view)
+
+
+# --- what if, two sentences, click to drill (issue 15) ----------------------------------------
+# The what-if section compares the run on screen with an edited run of the same sentences
+# (model.edits); the edits' canonical string is the state (st.session_state["edit"], the URL's
+# `edit`), the controls write it. The comparison section runs a second sentence (`compare`) on its
+# own. Both pass the second run to their stages as an option (edited=, other=: stages.Stage.needs).
+
+WHATIF_FLAGS = {"no_scale": "whatif.flag.no_scale", "no_causal": "whatif.flag.no_causal",
+                "no_padding": "whatif.flag.no_padding", "no_position": "whatif.flag.no_position"}
+ABLATE_KINDS = {"ablate": "whatif.kind.ablate", "ablate_mean": "whatif.kind.ablate_mean"}
+KEEP += ("whatif_flags", "whatif_scale", "whatif_temperature", "whatif_ablations", "whatif_text", "compare")
+
+
+def set_edit_controls(edits: model.edits.Edits) -> None:
+    """Make the controls show ``edits`` (and the text box its canonical string)."""
+    items = list(edits)
+    scale = [e for e in items if isinstance(e, model.edits.Scale)]
+    temp = [e for e in items if isinstance(e, model.edits.Temperature)]
+    st.session_state["whatif_flags"] = [str(e) for e in items if str(e) in WHATIF_FLAGS]
+    st.session_state["whatif_scale"] = scale[0].value if scale and scale[0].value != 1.0 else None
+    st.session_state["whatif_temperature"] = temp[0].value if temp else None
+    st.session_state["whatif_ablations"] = [str(e) for e in items if isinstance(e, model.edits.Ablate)]
+    st.session_state["whatif_text"] = str(edits)
+
+
+def set_edit(text: str) -> str | None:
+    """Parse ``text``; on success it becomes the edit in force (and the controls show it) and None is
+    returned; on an EditError the intact run is shown (no edit, controls cleared) and the message
+    is returned."""
+    try:
+        edits = model.edits.parse(text)
+    except model.edits.EditError as e:
+        st.session_state["edit"] = ""
+        set_edit_controls(model.edits.Edits())
+        st.session_state["whatif_text"] = text
+        return str(e)
+    st.session_state["edit"] = str(edits)
+    set_edit_controls(edits)
+    return None
+
+
+def _controls_text() -> str:
+    s = st.session_state
+    parts = [f for f in s.get("whatif_flags") or [] if f in WHATIF_FLAGS]
+    if s.get("whatif_scale") is not None:
+        parts.append(f"scale={s['whatif_scale']!r}")
+    if s.get("whatif_temperature") is not None:
+        parts.append(f"temperature={s['whatif_temperature']!r}")
+    return ",".join(parts + list(s.get("whatif_ablations") or []))
+
+
+def on_edit_controls() -> None:
+    """A control changed: the edit string follows (or the message says why it cannot)."""
+    text = _controls_text()
+    error = set_edit(text)
+    st.session_state["_whatif_error"] = None if error is None else (text, error)
+
+
+def on_edit_text() -> None:
+    """The text box changed: the controls follow (or the message says what is wrong)."""
+    text = str(st.session_state.get("whatif_text") or "")
+    error = set_edit(text)
+    st.session_state["_whatif_error"] = None if error is None else (text, error)
+
+
+def on_add_ablation() -> None:
+    s = st.session_state
+    head = s.get("whatif_ab_head", "*")
+    item = f"{s.get('whatif_ab_kind', 'ablate')}={s.get('whatif_ab_block')}:{s.get('whatif_ab_layer', 0)}:{head}"
+    s["whatif_ablations"] = list(dict.fromkeys([*(s.get("whatif_ablations") or []), item]))
+    on_edit_controls()
+
+
+def read_whatif_url() -> None:
+    """Once per session, before anything is drawn: the URL's `edit` (a malformed one: a message,
+    and the intact run) and `compare`. On every run: the second sentence outlives its text box
+    (drawn only in its view), so the URL keeps it whatever the view."""
+    keep("compare", "")
+    if st.session_state.get("_whatif_url_read"):
+        return
+    st.session_state["_whatif_url_read"] = True
+    try:
+        edit, compare = st.query_params.get("edit"), st.query_params.get("compare")
+    except Exception:  # a malformed URL is no reason to fail
+        edit = compare = None
+    if edit:
+        error = set_edit(str(edit))
+        if error is not None:
+            st.session_state.setdefault("_url_msgs", []).append(
+                ("whatif.bad_edit", dict(value=inputs.shown(edit), error=inputs.shown(error, 300))))
+    if compare:
+        st.session_state["compare"] = inputs.limit_compare(str(compare))[0]
+
+
+def sync_whatif_url(view: str) -> None:
+    """The URL follows the edits, the second sentence and the one-cell query/key (when on screen)."""
+    values = {}
+    for name, value in (("edit", st.session_state.get("edit", "")),
+                        ("compare", inputs.limit_compare(st.session_state.get("compare", ""))[0])):
+        if value:
+            values[name] = value
+        elif name in st.query_params:
+            del st.query_params[name]
+    if view in ("all", "cell"):
+        values.update(query=int(st.session_state.get("query", 0)), key=int(st.session_state.get("key", 0)))
+    sync_url(values)
+
+
+def whatif_controls(page: Page) -> dict:
+    """The edits (flags, scale, temperature, heads switched off, or typed), and the edited run."""
+    info, sel = page.info, page.sel
+    st.markdown(f"**{t('whatif.controls')}**")
+    keep("whatif_flags", [])
+    keep("whatif_scale", None)
+    keep("whatif_temperature", None)
+    keep("whatif_ablations", [])
+    keep("whatif_text", st.session_state.get("edit", ""))
+    c1, c2, c3 = st.columns([2, 1, 1])
+    c1.multiselect(t("whatif.flags"), list(WHATIF_FLAGS), key="whatif_flags", on_change=on_edit_controls,
+                   format_func=lambda f: t(WHATIF_FLAGS[f]))
+    for col, name, label in ((c2, "whatif_scale", "whatif.scale"), (c3, "whatif_temperature", "whatif.temperature")):
+        col.number_input(t(label), min_value=model.edits.MIN_VALUE, value=None,  # None: off (clearable)
+                         max_value=model.edits.MAX_VALUE, step=0.5, format="%g", key=name,
+                         placeholder=t("whatif.off"), on_change=on_edit_controls)
+    blocks = stages.blocks_for(info)
+    if st.session_state.get("whatif_ab_block") not in blocks:
+        st.session_state["whatif_ab_block"] = sel.block if sel.block in blocks else blocks[0]
+    n_layers = stages.layers_for(info, st.session_state["whatif_ab_block"])
+    if st.session_state.get("whatif_ab_layer") not in range(n_layers):
+        st.session_state["whatif_ab_layer"] = min(sel.layer, n_layers - 1)
+    if st.session_state.get("whatif_ab_head") not in ["*", *range(info.n_heads)]:
+        st.session_state["whatif_ab_head"] = "*"
+    a1, a2, a3, a4, a5 = st.columns([2, 2, 1, 1, 1], vertical_alignment="bottom")
+    a1.selectbox(t("whatif.ablate_kind"), list(ABLATE_KINDS), key="whatif_ab_kind",
+                 format_func=lambda k: t(ABLATE_KINDS[k]))
+    a2.selectbox(t("whatif.ablate_block"), blocks, key="whatif_ab_block",
+                 format_func=lambda b: i18n.t(f"blocks.{b}", lang()))
+    a3.selectbox(t("whatif.ablate_layer"), list(range(n_layers)), key="whatif_ab_layer")
+    a4.selectbox(t("whatif.ablate_head"), ["*", *range(info.n_heads)], key="whatif_ab_head",
+                 format_func=lambda h: t("whatif.all_heads") if h == "*" else str(h))
+    a5.button(t("whatif.add"), key="whatif_add", on_click=on_add_ablation, width="stretch")
+    ablations = list(st.session_state.get("whatif_ablations") or [])
+    if ablations:
+        st.multiselect(t("whatif.ablations"), ablations, key="whatif_ablations", on_change=on_edit_controls)
+    st.text_input(t("whatif.text"), key="whatif_text", on_change=on_edit_text,
+                  help=t("whatif.text_help", forms=", ".join(model.edits.FORMS)))
+    failed = st.session_state.get("_whatif_error")
+    if failed:
+        st.warning(t("whatif.bad_edit", value=inputs.shown(failed[0]), error=inputs.shown(failed[1], 300)),
+                   icon="⚠️")
+    edit = st.session_state.get("edit", "")
+    if not edit:
+        return {}
+    m, _ = state.load_model(sel.model)
+    try:
+        model.edits.check(m, model.edits.parse(edit))
+        with st.spinner(t("whatif.running")):
+            n_tokens = [len(toks) for toks in page.run.tokens]
+            edited = state.run(sel.model, page.texts, n_tokens, info, edits=edit)
+    except model.edits.EditError as e:
+        st.warning(t("whatif.no_fit", model=sel.model, error=inputs.shown(str(e), 300)), icon="⚠️")
+        return {}
+    return {sid: {"edited": edited} for sid in dict(stages.SECTIONS)["whatif"]}
+
+
+def compare_controls(page: Page) -> dict:
+    """The second sentence, cut to the limits, and its run (of that sentence alone)."""
+    keep("compare", "")
+    st.text_input(t("compare.text"), key="compare",
+                  help=t("compare.help", c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
+    text, cut = inputs.limit_compare(st.session_state.get("compare", ""))
+    if not text:
+        return {}
+    m, _ = state.load_model(page.sel.model)
+    (text,), notices = inputs.limit_tokens([text], m.tokenizer, inputs.MAX_TOKENS)
+    if cut or notices:
+        st.info(t("compare.cut", c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS), icon="✂️")
+    with st.spinner(t("running")):
+        other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info)
+    return {sid: {"other": other} for sid in dict(stages.SECTIONS)["compare"]}
+
+
+def on_pick(chart_key: str, fig) -> None:
+    """A chart's selection changed (st.plotly_chart's on_select): drill where it points."""
+    event = st.session_state.get(chart_key)
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return
+    picking.apply(st.session_state, picking.picked(points, fig))
+
+
+CONTROLS.update({
+    "whatif": (whatif_controls, None),
+    "compare": (compare_controls, None),
+})
 
 
 def main() -> None:

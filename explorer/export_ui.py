@@ -73,7 +73,8 @@ def _meta(meta: dict) -> ex.ExportMeta:
                          text=str(meta.get("text", "")), block=str(meta.get("block", "")),
                          layer=int(meta.get("layer", 0)), head=int(meta.get("head", 0)),
                          stage=stage, stage_title=str(meta.get("stage_title", "")),
-                         stage_index=order.index(stage) + 1 if stage in order else None)
+                         stage_index=order.index(stage) + 1 if stage in order else None,
+                         edits=str(meta.get("edits", "")), compare=str(meta.get("compare", "")))
 
 
 def _ident(sel, lang: str, model: str, text: str) -> str:
@@ -97,7 +98,8 @@ def remember_shown(fig, df, meta: dict) -> None:
         return
     em = _meta(meta)
     shown = st.session_state.setdefault(SHOWN_KEY, {})
-    shown[em.stage] = (_ident(sel, meta.get("lang", "en"), em.model, em.text), fig, df)
+    shown[em.stage] = (_ident(sel, meta.get("lang", "en"), em.model, em.text), fig, df,
+                       {"edits": em.edits, "compare": em.compare})
 
 
 def figure_downloads(fig, df, meta: dict, key: str):
@@ -205,7 +207,9 @@ def export_all(run, info, sel, texts: list[str], lang: str, reason) -> None:
 
 
 def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) -> list[ex.Item]:
-    """Every stage: as last shown on the page when it was, else built with default options."""
+    """Every stage: as last shown on the page when it was, else built with default options. A
+    what-if or comparison stage (one that needs a second run) only as shown, with its edits or
+    second sentence."""
     shown = st.session_state.get(SHOWN_KEY, {})
     text = texts[sel.sentence]
     items = []
@@ -213,12 +217,15 @@ def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) 
         if not stages.applies(sid, info, sel.block):  # e.g. rotary figures for a model with learned positions
             continue
         fig = df = None
+        extra: dict = {}
         if sid in shown and shown[sid][0] == ident:
-            _, fig, df = shown[sid]
-        else:
+            _, fig, df, extra = shown[sid]
+        if stages.REGISTRY[sid].needs and not any(extra.values()):  # never shown with its second run
+            continue
+        if fig is None:
             fig, df = state.stage_figure(sid, sel.model, texts, run, info, sel, lang)
         items.append(ex.stage_item(sid, run, info, sel, model_name=sel.model, text=text,
-                                   theme=theme, lang=lang, fig=fig, df=df))
+                                   theme=theme, lang=lang, fig=fig, df=df, **extra))
     return items
 
 

@@ -763,6 +763,219 @@ WORDS: dict[str, dict[str, str]] = {
     "decoding.cross_looks_at": {
         "en": "its cross-attention looks most at",
         "ko": "크로스 어텐션이 가장 많이 보는 입력"},
+    # --- what if, two sentences, click to drill (issue 15) ------------------------------------------
+    "section_whatif": {
+        "en": "What if",
+        "ko": "바꿔 보기 (what if)"},
+    "section_compare": {
+        "en": "Two sentences",
+        "ko": "두 문장 비교"},
+    "stage.whatif_pattern.title": {
+        "en": "This head, intact and edited",
+        "ko": "이 헤드: 원래 실행과 편집한 실행"},
+    "stage.whatif_pattern.explain": {
+        "en": "The same head's softmax weights in the intact run (①) and under the edits (②), and their "
+              "difference ② − ① (red: more weight after the edit, blue: less). Only this run changes: the "
+              "model itself is never modified.",
+        "ko": "같은 헤드의 softmax 가중치를 원래 실행(①)과 편집한 실행(②)에서 나란히 보고, 그 차이 ② − ①을 "
+              "봅니다 (빨강: 편집 뒤 가중치가 늘어남, 파랑: 줄어듦). 바뀌는 것은 이번 실행뿐이고 모델 자체는 그대로입니다."},
+    "stage.whatif_entropy.title": {
+        "en": "Every head's entropy, before and after",
+        "ko": "모든 헤드의 엔트로피: 편집 전과 후"},
+    "stage.whatif_entropy.explain": {
+        "en": "Entropy says how spread out a head's attention is (low: focused on a few keys). Left: the "
+              "heads of the chosen layer, before (①) and after (②) the edits; right: the change for every "
+              "layer and head.",
+        "ko": "엔트로피는 헤드의 어텐션이 얼마나 퍼져 있는지를 나타냅니다 (낮을수록 몇 개의 키에 집중). "
+              "왼쪽: 고른 레이어의 헤드들, 편집 전(①)과 후(②); 오른쪽: 모든 레이어와 헤드의 변화."},
+    "stage.whatif_output.title": {
+        "en": "What it does to the output",
+        "ko": "출력에 미치는 영향"},
+    "stage.whatif_output.explain": {
+        "en": "The consequence for what the model produces — the seed Transformer's written text, "
+              "SmolLM2's next-token probabilities, MiniLM's sentence embedding — intact (①) and edited (②).",
+        "ko": "모델이 내놓는 결과가 어떻게 달라지는지 봅니다 — seed 트랜스포머가 쓴 글, SmolLM2의 다음 토큰 "
+              "확률, MiniLM의 문장 임베딩 — 원래(①)와 편집(②)."},
+    "stage.compare_pattern.title": {
+        "en": "Two sentences, one head",
+        "ko": "두 문장, 한 헤드"},
+    "stage.compare_pattern.explain": {
+        "en": "The same head on this sentence (①) and on a second one (②), e.g. with one word changed. "
+              "The difference ② − ① lines up rows and columns by token where the tokens match; tokens "
+              "without a partner are marked.",
+        "ko": "같은 헤드를 이 문장(①)과 두 번째 문장(②, 예: 한 단어만 바꾼 문장)에서 봅니다. 차이 ② − ①은 "
+              "토큰이 같은 곳끼리 행과 열을 맞추고, 짝이 없는 토큰은 표시합니다."},
+    "whatif.controls": {
+        "en": "Edits for this run (the model itself is never changed)",
+        "ko": "이번 실행의 편집 (모델 자체는 바뀌지 않음)"},
+    "whatif.flags": {
+        "en": "Switch off",
+        "ko": "끄기"},
+    "whatif.flag.no_scale": {
+        "en": "no_scale — no ÷√d_k (scaling off)",
+        "ko": "no_scale — ÷√d_k 없음 (스케일링 끄기)"},
+    "whatif.flag.no_causal": {
+        "en": "no_causal — the decoder may look ahead (causal mask off)",
+        "ko": "no_causal — 디코더가 뒤 위치도 봄 (인과 마스크 끄기)"},
+    "whatif.flag.no_padding": {
+        "en": "no_padding — pad keys are not hidden (padding mask off)",
+        "ko": "no_padding — 패딩 키를 가리지 않음 (패딩 마스크 끄기)"},
+    "whatif.flag.no_position": {
+        "en": "no_position — no positional information",
+        "ko": "no_position — 위치 정보 없음"},
+    "whatif.scale": {
+        "en": "scale X (q·k times X instead of 1/√d_k)",
+        "ko": "scale X (q·k에 1/√d_k 대신 X를 곱함)"},
+    "whatif.temperature": {
+        "en": "temperature T (softmax of the scores ÷ T)",
+        "ko": "temperature T (점수 ÷ T의 softmax)"},
+    "whatif.off": {
+        "en": "off",
+        "ko": "끔"},
+    "whatif.ablate_kind": {
+        "en": "Switch off a head",
+        "ko": "헤드 끄기"},
+    "whatif.kind.ablate": {
+        "en": "ablate — its output z = 0",
+        "ko": "ablate — 출력 z = 0"},
+    "whatif.kind.ablate_mean": {
+        "en": "ablate_mean — z = its mean over the sentence",
+        "ko": "ablate_mean — z = 문장 전체의 평균"},
+    "whatif.ablate_block": {
+        "en": "Block",
+        "ko": "블록"},
+    "whatif.ablate_layer": {
+        "en": "Layer",
+        "ko": "레이어"},
+    "whatif.ablate_head": {
+        "en": "Head",
+        "ko": "헤드"},
+    "whatif.all_heads": {
+        "en": "all heads",
+        "ko": "모든 헤드"},
+    "whatif.add": {
+        "en": "Add",
+        "ko": "추가"},
+    "whatif.ablations": {
+        "en": "Heads switched off",
+        "ko": "끈 헤드"},
+    "whatif.text": {
+        "en": "The edits as text (the link's edit=)",
+        "ko": "편집을 글로 (링크의 edit=)"},
+    "whatif.text_help": {
+        "en": "Comma-separated, e.g. no_causal, temperature=2, ablate=decoder.cross_attn:1:* — the forms: "
+              "{forms}",
+        "ko": "쉼표로 구분, 예: no_causal, temperature=2, ablate=decoder.cross_attn:1:* — 형식: {forms}"},
+    "whatif.bad_edit": {
+        "en": "Ignored the edits `{value}`: `{error}` — showing the intact run.",
+        "ko": "편집 `{value}`을(를) 무시했습니다: `{error}` — 원래 실행을 보여 줍니다."},
+    "whatif.no_fit": {
+        "en": "These edits do not fit {model}: `{error}` — showing the intact run.",
+        "ko": "이 편집은 {model}에 맞지 않습니다: `{error}` — 원래 실행을 보여 줍니다."},
+    "whatif.running": {
+        "en": "Running the model with the edits…",
+        "ko": "편집한 모델 실행 중…"},
+    "whatif.choose": {
+        "en": "Choose an edit above (e.g. switch off the causal mask) to see the intact and the edited run "
+              "side by side.",
+        "ko": "위에서 편집을 고르면 (예: 인과 마스크 끄기) 원래 실행과 편집한 실행을 나란히 봅니다."},
+    "whatif.no_output": {
+        "en": "This model has no output to compare here.",
+        "ko": "이 모델에는 여기서 비교할 출력이 없습니다."},
+    "whatif.output_note_seed": {
+        "en": "The seed model writes greedily, one character at a time, reading what it has written; under "
+              "the edits it writes again from the start, so one changed step changes what follows. The first "
+              "character that differs is outlined.",
+        "ko": "seed 모델은 자기가 쓴 것을 읽으며 한 글자씩 탐욕적으로 씁니다. 편집하면 처음부터 다시 쓰므로, 한 "
+              "단계가 바뀌면 그 뒤가 모두 달라질 수 있습니다. 처음 달라지는 글자에 테두리를 칩니다."},
+    "whatif.output_note_decoder": {
+        "en": "SmolLM2's probabilities for the token after the sentence's last token. KL(① ‖ ②) says how far "
+              "the edited distribution is from the intact one, in nats (0: the same).",
+        "ko": "문장의 마지막 토큰 다음에 올 토큰에 대한 SmolLM2의 확률입니다. KL(① ‖ ②)은 편집한 분포가 원래 "
+              "분포에서 얼마나 먼지를 nat 단위로 나타냅니다 (0: 같음)."},
+    "whatif.output_note_encoder": {
+        "en": "MiniLM's sentence embedding: the mean of the last layer's vectors over the real tokens, "
+              "normalised (as sentence-transformers does). cos = 1: the edits changed nothing.",
+        "ko": "MiniLM의 문장 임베딩: 마지막 레이어 벡터를 실제 토큰에 대해 평균 내고 정규화한 것입니다 "
+              "(sentence-transformers와 같음). cos = 1이면 편집이 아무것도 바꾸지 않은 것입니다."},
+    "whatif.caption_edits": {
+        "en": "edits: {edits}",
+        "ko": "편집: {edits}"},
+    "whatif.intact": {
+        "en": "intact",
+        "ko": "원래"},
+    "whatif.edited": {
+        "en": "edited",
+        "ko": "편집"},
+    "whatif.difference": {
+        "en": "difference",
+        "ko": "차이"},
+    "whatif.not_aligned": {
+        "en": "not aligned (no matching token)",
+        "ko": "맞출 짝 없음 (같은 토큰이 없음)"},
+    "whatif.aligned_note": {
+        "en": "rows and columns aligned by token; ① or ② marks a token only that run has",
+        "ko": "토큰으로 행과 열을 맞춤; ① 또는 ②는 그 실행에만 있는 토큰"},
+    "whatif.entropy_nats": {
+        "en": "mean entropy (nats)",
+        "ko": "평균 엔트로피 (nat)"},
+    "whatif.entropy_change": {
+        "en": "entropy change",
+        "ko": "엔트로피 변화"},
+    "whatif.heads_of_layer": {
+        "en": "heads of layer {layer}",
+        "ko": "레이어 {layer}의 헤드"},
+    "whatif.character": {
+        "en": "character",
+        "ko": "글자"},
+    "whatif.same": {
+        "en": "same",
+        "ko": "같음"},
+    "whatif.identical": {
+        "en": "the two outputs are identical",
+        "ko": "두 출력이 같습니다"},
+    "whatif.first_difference": {
+        "en": "first difference at character {i}",
+        "ko": "처음 달라지는 곳: {i}번째 글자"},
+    "whatif.empty_output": {
+        "en": "neither run wrote anything",
+        "ko": "두 실행 모두 아무것도 쓰지 않았습니다"},
+    "whatif.kl": {
+        "en": "KL(① ‖ ②) = {kl} nats",
+        "ko": "KL(① ‖ ②) = {kl} nat"},
+    "whatif.cosine_value": {
+        "en": "cos(①, ②) = {cos}",
+        "ko": "cos(①, ②) = {cos}"},
+    "whatif.embedding_dim": {
+        "en": "embedding dimension",
+        "ko": "임베딩 차원"},
+    "whatif.click_cell": {
+        "en": "click: derive this cell step by step",
+        "ko": "클릭: 이 칸을 단계별로 계산"},
+    "whatif.click_head": {
+        "en": "click: open this head",
+        "ko": "클릭: 이 헤드 열기"},
+    "compare.text": {
+        "en": "Second sentence (e.g. this one with one word changed)",
+        "ko": "두 번째 문장 (예: 이 문장에서 한 단어만 바꾼 것)"},
+    "compare.help": {
+        "en": "Runs on its own beside the sentence on screen; the same limits: {c} characters and {t} tokens.",
+        "ko": "화면의 문장과 따로 실행합니다. 한도는 같습니다: {c}자, 토큰 {t}개."},
+    "compare.cut": {
+        "en": "The second sentence was cut to the limits ({c} characters, {t} tokens, one line).",
+        "ko": "두 번째 문장을 한도에 맞춰 잘랐습니다 ({c}자, 토큰 {t}개, 한 줄)."},
+    "compare.choose": {
+        "en": "Type a second sentence above to compare the same head on both.",
+        "ko": "위에 두 번째 문장을 입력하면 같은 헤드를 두 문장에서 비교합니다."},
+    "compare.first": {
+        "en": "this sentence",
+        "ko": "이 문장"},
+    "compare.second": {
+        "en": "second sentence",
+        "ko": "두 번째 문장"},
+    "compare.caption": {
+        "en": "vs “{text}”",
+        "ko": "비교: “{text}”"},
 }
 
 

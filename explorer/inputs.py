@@ -13,7 +13,8 @@ MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
 MODELS = ("seed", "seed-sort", "minilm", "smollm2")
-VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "decoding")
+VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "decoding", "whatif",
+         "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 
@@ -131,3 +132,14 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
 
 def clip(value: int, n: int) -> int:
     return min(max(int(value), 0), max(int(n) - 1, 0))
+
+
+# --- what if and two sentences (issue 15) ------------------------------------------------------------
+
+def limit_compare(raw: str) -> tuple[str, bool]:
+    """The comparison's second sentence as typed or linked: its first non-blank line, at most
+    MAX_CHARS characters (the token limit needs the tokenizer: ``limit_tokens``); and whether it
+    had to be cut."""
+    lines, notices = limit_sentences(raw or "")
+    text = lines[0] if lines else ""
+    return text, bool(notices) or len(lines) > 1

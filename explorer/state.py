@@ -3,7 +3,7 @@
     load_model(name)        -> (model, fallback_notice | None)   st.cache_resource: once per process
     model_weights(name)     -> {"...W_Q": array, ...}            st.cache_resource: zero-copy views
     run(name, texts)        -> RunData (numpy, picklable)         st.cache_data: by model + text
-                                                                  (bounded: entries and time)
+                                                                  + edits (bounded: entries, time)
     stage_figure(...)       -> (figure, table)                   a process-wide memo (_Memo:
                                                                   entries, JSON bytes, time); the
                                                                   figure's dict and JSON made once
@@ -110,20 +110,22 @@ def model_weights(name: str) -> dict:
     return _weights(name, weights_stamp(name))
 
 
-def _forward(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
+def _forward(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
     m, _ = _load(name, stamp)
     with _RUN_SLOTS:  # a cache hit never waits here
-        return run_data(m, list(texts), with_weights=False)
+        if not edits:  # the intact run: the call as it always was
+            return run_data(m, list(texts), with_weights=False)
+        return run_data(m, list(texts), with_weights=False, edits=edits)
 
 
 @st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
-def _run(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
-    return _forward(name, stamp, texts)
+def _run(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
+    return _forward(name, stamp, texts, edits)
 
 
 @st.cache_data(max_entries=LARGE_RUN_CACHE_ENTRIES, ttl=LARGE_RUN_CACHE_TTL, show_spinner=False)
-def _run_large(name: str, stamp: float | None, texts: tuple[str, ...]) -> RunData:
-    return _forward(name, stamp, texts)
+def _run_large(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
+    return _forward(name, stamp, texts, edits)
 
 
 def run_bytes(info, n_tokens: list[int]) -> int:
@@ -134,14 +136,20 @@ def run_bytes(info, n_tokens: list[int]) -> int:
     return blocks * per_block
 
 
-def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None) -> RunData:
-    """The model's run on ``texts`` (cached by model and text), with the weights attached.
+def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None, edits="") -> RunData:
+    """The model's run on ``texts`` (cached by model, text and edits), with the weights attached.
+
+    ``edits`` (the what-if view): a string or ``model.edits.Edits``; its canonical form
+    (``str(model.edits.parse(edits))``) is part of the cache key, so an edited run and the intact
+    run ("") of the same text are two entries, each computed once. A malformed edit raises
+    ``model.edits.EditError`` before anything runs; one that does not fit the model, when it runs.
 
     Runs estimated above LARGE_RUN_BYTES (e.g. SmolLM2's 30 layers on a full batch: ~200 MB) go
     to a smaller cache, so a busy server keeps at most a few of them in memory."""
     stamp = weights_stamp(name)
+    canonical = str(model.edits.as_edits(edits or None))
     large = info is not None and n_tokens is not None and run_bytes(info, n_tokens) > LARGE_RUN_BYTES
-    data = (_run_large if large else _run)(name, stamp, tuple(texts))
+    data = (_run_large if large else _run)(name, stamp, tuple(texts), canonical)
     return data.with_weights(_weights(name, stamp))
 
 
@@ -211,14 +219,26 @@ _FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL, FIGURE_CACHE_JSON_BYTES)
 
 
 def _figure(stage_id: str, name: str, stamp: float | None, texts: tuple[str, ...], sel: tuple,
-            lang: str, options: tuple, run: RunData, info):
+            lang: str, options: tuple, run: RunData, info, runs: dict | None = None):
+    """``runs``: options that are runs (RunData), given to the stage but keyed by ``options``."""
     def make():
         selection = stages.Selection(*sel)
-        fig, df = stages.stage_figure(stage_id, run, info, selection, lang=lang, **dict(options))
+        fig, df = stages.stage_figure(stage_id, run, info, selection, lang=lang,
+                                      **{**dict(options), **(runs or {})})
         return fastpath.share(fig), df
 
     return _FIGURES.get((stage_id, name, stamp, texts, sel, lang, options), make,
                         weigh=lambda made: fastpath.json_bytes(made[0]))
+
+
+def _picked(key: tuple, base, pick: str, lang: str):
+    """The clickable copy of a shared figure (explorer/views/picking.py), memoised beside it."""
+    from explorer.views import picking
+
+    def make():
+        return fastpath.share(picking.pickable(base[0], pick, lang)), base[1]
+
+    return _FIGURES.get(key + (("pick", pick),), make, weigh=lambda made: fastpath.json_bytes(made[0]))
 
 
 _TABLES: dict[int, tuple] = {}  # id(df) -> (df, its Arrow table), for the cached figures' tables
@@ -246,18 +266,27 @@ def arrow_table(df):
 
 
 def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,
-                 **options):
+                 pick: str | None = None, **options):
     """``stages.stage_figure``, memoised per process (figures are shared: never mutate them).
 
     Going back to a layer or head already seen is instant; stages that do not depend on the layer
-    or head are built once per sentence (the stage registry says which: ``per_head``, ``per_cell``)."""
+    or head are built once per sentence (the stage registry says which: ``per_head``, ``per_cell``).
+
+    An option that is a run (``edited=``, ``other=``: the what-if and comparison stages) enters the
+    memo's key as what identifies it in the run cache: its edits and its sentences. ``pick``
+    ("cell" or "head", the stage record's ``click``): the figure's clickable copy for the page
+    (explorer/views/picking.py), memoised too; export takes the figure without it."""
     record = stages.REGISTRY[stage_id]
     if not record.per_head:
         sel = replace(sel, layer=0, head=0, query=0, key=0)
     elif not record.per_cell:
         sel = replace(sel, query=0, key=0)
-    opts = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()))
-    return _figure(stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts, run, info)
+    runs = {k: v for k, v in options.items() if isinstance(v, RunData)}
+    opts = tuple(sorted([(k, tuple(v) if isinstance(v, list) else v) for k, v in options.items() if k not in runs]
+                        + [(k, ("run", v.edits, tuple(v.texts))) for k, v in runs.items()]))
+    key = (stage_id, name, weights_stamp(name), tuple(texts), astuple(sel), lang, opts)
+    made = _figure(*key, run, info, runs)
+    return made if pick is None else _picked(key, made, pick, lang)
 
 
 # --- decoding: the Decoding view's token-by-token trace (explorer/views/trace.py) -------------------

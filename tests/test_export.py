@@ -310,7 +310,7 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
     assert "exporting" in r.stderr  # the progress bar
     files = sorted(p.name for p in out.iterdir())
     info = model.load(tiny).info
-    applicable = [s for s in ex.stage_ids() if views.applies(s, info)]
+    applicable = [s for s in ex.stage_ids() if views.ready(s, info)]  # no --edit/--compare: no what-if
     assert len(applicable) < len(ex.stage_ids())  # "all" skips what this model doesn't have
     n = len(applicable)
     assert len(files) == 3 * n
@@ -470,7 +470,7 @@ def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(app_server, tmp_
     from explorer.views import stages
 
     seed_info = {"kind": "encoder-decoder", "n_heads": 8, "n_kv_heads": 8, "positional": "sinusoidal"}
-    assert {f["stage"] for f in doc["files"]} == {s for s in ex.stage_ids() if stages.applies(s, seed_info)}
+    assert {f["stage"] for f in doc["files"]} == {s for s in ex.stage_ids() if stages.ready(s, seed_info)}
 
 
 def test_a_missing_cjk_font_is_detected(monkeypatch, tmp_path):

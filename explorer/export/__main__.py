@@ -4,6 +4,8 @@
         --stages all --format png,svg,pdf --out slides/
     python -m explorer.export --model smollm2 --text "The capital of France is" \\
         --stages decoding --format gif,pdf --max-new-tokens 12   # a GIF of every step, a page per step
+    python -m explorer.export --model seed --text "hello world" --edit "no_causal" \\
+        --compare "hello word" --stages all --out slides/     # + the what-if and comparison figures
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import model
+from explorer import inputs
 from explorer.views import stages as views
 from explorer.views.theme import THEME_NAMES
 from explorer.views.trace import trace_data
@@ -70,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zip", action="store_true",
                    help="write one ZIP (all files + manifest.json) into --out instead")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--edit", default="",
+                   help="what-if edits, e.g. 'no_causal,temperature=2' or 'ablate=decoder.cross_attn:1:*' "
+                        "(the app's edit=): adds the what-if stages, intact vs edited")
+    p.add_argument("--compare", default="",
+                   help="a second sentence to compare with --text (the app's compare=): adds the "
+                        "comparison stage")
     return p
 
 
@@ -96,6 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown or not stages:
         parser.error(f"--stages: unknown stage {', '.join(unknown) or '(none given)'}; "
                      f"use 'all' or some of: {', '.join(order)}")
+    try:
+        edits = model.edits.parse(a.edit)
+    except model.edits.EditError as e:
+        parser.error(f"--edit: {e}")
+    second = inputs.limit_sentences(a.compare)[0][:1]
+    given = {"edited": bool(edits), "other": bool(second)}
+    lacking = [s for s in stages if views.REGISTRY[s].needs and not given[views.REGISTRY[s].needs]]
+    if lacking and a.stages.strip().lower() != "all":
+        flags = {"edited": "--edit", "other": "--compare"}
+        parser.error(f"--stages {', '.join(lacking)} compare(s) with a second run: give "
+                     + " and ".join(sorted({flags[views.REGISTRY[s].needs] for s in lacking})))
     if not 0 <= a.sentence < len(a.text):
         parser.error(f"--sentence {a.sentence} is out of range: {len(a.text)} sentence(s) given, "
                      f"so use 0..{len(a.text) - 1}")
@@ -130,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--head {a.head} is out of range: {info.name} has {info.n_heads} heads, "
                      f"so use 0..{info.n_heads - 1}")
 
+    try:
+        model.edits.check(m, edits)
+    except model.edits.EditError as e:
+        parser.error(f"--edit: {e}")
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
         stages = [s for s in stages if views.applies(s, info)]
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
@@ -139,6 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not 0 <= a.step < tr.n_steps:
             parser.error(f"--step {a.step} is out of range: {info.name} wrote {tr.n_steps} token(s) for "
                          f"--text {a.sentence}, so use 0..{tr.n_steps - 1}")
+    runs = {}
+    if edits:
+        runs["edited"] = views.run_data(m, a.text, with_weights=False, edits=edits)
+    if second:
+        runs["other"] = views.run_data(m, inputs.limit_tokens(second, m.tokenizer)[0], with_weights=False)
+    if a.stages.strip().lower() == "all":  # the what-if / comparison stages only with their run
+        stages = [s for s in stages if views.ready(s, info, options=runs)]
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
                           block=block, query=a.query, key=a.key)
@@ -147,14 +178,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = a.text[a.sentence]
     try:
         items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
-                            theme=a.theme, lang=a.lang, step=a.step)
+                            theme=a.theme, lang=a.lang, step=a.step, **runs)
         bar = _progress_bar(a.quiet, total=sum(
             1 for it in items for f in formats if f != "csv" or it.df is not None))
         if a.zip:
             data = zip_items(items, formats, theme=a.theme, scale=a.scale, lang=a.lang,
                              progress=bar.step)
             target = out_dir / (f"{slugify(name)}_s{a.sentence}-{slugify(text, 24)}_"
-                                f"{slugify(block)}_L{a.layer}_H{a.head}.zip")
+                                f"{slugify(block)}_L{a.layer}_H{a.head}"
+                                + (f"_E-{slugify(str(edits), 40)}" if edits else "") + ".zip")
             target.write_bytes(data)
             written = [target]
         else:

@@ -6,6 +6,7 @@ manifest — the same stage figures as the app (explorer/views/stages.py).
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import io
 import json
@@ -41,11 +42,15 @@ class ExportMeta:
     stage: str
     stage_title: str = ""
     stage_index: int | None = None  # position in the pipeline, so files sort in order
+    edits: str = ""  # a what-if figure: the edits of its edited run (model.edits' canonical form)
+    compare: str = ""  # a comparison figure: the second sentence
 
     def as_dict(self) -> dict:
-        return {"model": self.model, "sentence": self.sentence, "text": self.text,
-                "block": self.block, "layer": self.layer, "head": self.head, "stage": self.stage,
-                "stage_title": self.stage_title}
+        out = {"model": self.model, "sentence": self.sentence, "text": self.text,
+               "block": self.block, "layer": self.layer, "head": self.head, "stage": self.stage,
+               "stage_title": self.stage_title}
+        out.update({k: v for k, v in (("edits", self.edits), ("compare", self.compare)) if v})
+        return out
 
 
 def shorten(text: str, n: int = 60) -> str:
@@ -56,8 +61,10 @@ def shorten(text: str, n: int = 60) -> str:
 def default_caption(meta: ExportMeta, lang: str = "en") -> str:
     L = i18n.fig_labels(lang)
     stage = meta.stage_title or meta.stage
+    extra = (f" · {i18n.t('whatif.caption_edits', lang, edits=meta.edits)}" if meta.edits else "") + (
+        f" · {i18n.t('compare.caption', lang, text=shorten(meta.compare, 40))}" if meta.compare else "")
     return (f"{meta.model} · {L['sentence']} {meta.sentence} “{shorten(meta.text)}” · {meta.block} · "
-            f"{L['layer']} {meta.layer} · {L['head']} {meta.head} · {stage}")
+            f"{L['layer']} {meta.layer} · {L['head']} {meta.head} · {stage}{extra}")
 
 
 def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) -> go.Figure:
@@ -109,15 +116,27 @@ def slugify(value: object, max_len: int = 40) -> str:
     return text or "x"
 
 
+def _tag(value: str, n: int) -> str:
+    """A slug of at most ``n`` characters that stays distinct when it had to be cut (a short hash)."""
+    slug = slugify(value, 200)
+    if len(slug) <= n:
+        return slug
+    digest = hashlib.sha1(value.encode("utf-8")).hexdigest()[:6]
+    return f"{slugify(value, n - 7)}-{digest}"
+
+
 def file_stem(meta: ExportMeta) -> str:
-    """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``."""
+    """e.g. ``seed_s0-hello-world_encoder.self_attn_L0_H1_05-scores``; a what-if figure adds its
+    edits (``..._H1_E-no_causal_NN-whatif_pattern``), a comparison its second sentence (``_vs-...``)."""
     is_path = "/" in meta.model or "\\" in meta.model
     model = slugify(Path(meta.model.replace("\\", "/")).stem if is_path else meta.model)
     stage = slugify(meta.stage)
     if meta.stage_index is not None:
         stage = f"{meta.stage_index:02d}-{stage}"
+    extra = ([f"E-{_tag(meta.edits, 40)}"] if meta.edits else []) + (
+        [f"vs-{slugify(meta.compare, 24)}"] if meta.compare else [])
     return "_".join([model, f"s{meta.sentence}-{slugify(meta.text, 24)}", slugify(meta.block),
-                     f"L{meta.layer}", f"H{meta.head}", stage])
+                     f"L{meta.layer}", f"H{meta.head}", *extra, stage])
 
 
 def prepare(fig: go.Figure, meta: ExportMeta | None, *, theme: str = DEFAULT_THEME,
@@ -206,12 +225,17 @@ def check_formats(formats: Iterable[str]) -> list[str]:
 
 
 def manifest(meta: ExportMeta, written: list[Written], *, theme: str, scale: float,
-             lang: str) -> dict:
+             lang: str, metas: Sequence[ExportMeta] = ()) -> dict:
+    """The bundle's description. ``edits``: the edits of its what-if figures ("" when none);
+    ``compare``: the second sentence of its comparison figures (only when there is one)."""
+    edits = next((m.edits for m in (*metas, meta) if m.edits), "")
+    compare = next((m.compare for m in (*metas, meta) if m.compare), "")
     return {
         "app": "Attention Explorer", "app_version": app_version(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": meta.model, "sentence": meta.sentence, "text": meta.text, "block": meta.block,
         "layer": meta.layer, "head": meta.head, "theme": theme, "scale": scale, "lang": lang,
+        "edits": edits, **({"compare": compare} if compare else {}),
         "files": [w.__dict__ for w in written],
     }
 
@@ -227,7 +251,8 @@ def zip_items(items: Sequence[Item], formats: Iterable[str], *, theme: str = DEF
         for name, meta, fmt, data in render_items(items, formats, scale=scale, progress=progress):
             zf.writestr(name, data)
             written.append(Written(name, meta.stage, fmt, len(data)))
-        doc = manifest(items[0].meta, written, theme=theme, scale=scale, lang=lang)
+        doc = manifest(items[0].meta, written, theme=theme, scale=scale, lang=lang,
+                       metas=[it.meta for it in items])
         zf.writestr("manifest.json", json.dumps(doc, ensure_ascii=False, indent=2))
     return buf.getvalue()
 
@@ -242,21 +267,27 @@ def stage_ids() -> list[str]:
 
 def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
                theme: str = DEFAULT_THEME, lang: str = "en", fig: go.Figure | None = None,
-               df=None, **options) -> Item:
+               df=None, edits: str | None = None, compare: str | None = None, **options) -> Item:
     """One stage, ready to export: the app's figure (built here unless given), themed, captioned.
 
-    ``options`` go to ``stage_figure`` unchanged (weights=, pe_base=, ...), so the export shows
-    exactly what the app shows.
+    ``options`` go to ``stage_figure`` unchanged (weights=, pe_base=, edited=, other=, ...), so the
+    export shows exactly what the app shows. A what-if or comparison stage's edits and second
+    sentence (caption, file name, manifest) come from its ``edited=`` / ``other=`` run, or from
+    ``edits`` / ``compare`` when the figure is given.
     """
     order = stage_ids()
     if stage_id not in order:
         raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(order)}")
     if fig is None:
         fig, df = views.stage_figure(stage_id, cache, info, sel, lang=lang, **options)
+    run_edits, run_compare = views.second_run(stage_id, options)
+    edits = run_edits if edits is None else edits
+    compare = run_compare if compare is None else compare
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
-                      stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1)
-    cap = views.caption(model_name, text, sel, stage_id, lang=lang)
+                      stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1,
+                      edits=edits, compare=compare)
+    cap = views.caption(model_name, text, sel, stage_id, lang=lang, edits=edits, compare=compare)
     return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)
 
 

@@ -46,6 +46,14 @@ class RunData:
     # the Decoding view's token-by-token trace of one of the sentences (explorer/views/trace.py:
     # TraceData, whose ``text`` says which): attached with ``with_trace``, never by run_data
     trace: object | None = None
+    # the what-if edits this run was made under (model.edits' canonical string; "" = intact)
+    edits: str = ""
+    # what the what-if view compares between an intact and an edited run: decoder-only models, the
+    # log-softmax of the next token after each sentence's last real token (B, vocab) float32;
+    # encoder-only models, the sentence embedding (mean over real tokens of the last stream,
+    # normalised, as sentence-transformers does) (B, d_model) float32
+    final_logprobs: np.ndarray | None = None
+    embedding: np.ndarray | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -89,6 +97,22 @@ def _top(out, kind: str, token_text) -> dict:
     return dict(top_ids=ids, top_probs=p.numpy().astype(np.float32), top_text=text)
 
 
+def _final(out, cache, kind: str) -> dict:
+    """A run's output in the form the what-if view compares (see RunData.final_logprobs, .embedding)."""
+    if out is None:
+        return {}
+    lengths = torch.tensor([len(t) for t in cache.token_ids])  # (B,) right-padded
+    if kind == "decoder" and getattr(out, "logits", None) is not None:
+        rows = out.logits.detach().float()[torch.arange(len(lengths)), (lengths - 1).clamp(min=0)]  # (B, V)
+        return dict(final_logprobs=torch.log_softmax(rows, dim=-1).numpy())
+    if kind == "encoder" and getattr(out, "hidden", None) is not None:
+        h = out.hidden.detach().float()  # (B, T, d)
+        real = (torch.arange(h.shape[1])[None, :] < lengths[:, None]).to(h.dtype)  # (B, T)
+        mean = (h * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp(min=1)  # (B, d)
+        return dict(embedding=torch.nn.functional.normalize(mean, dim=-1).numpy())
+    return {}
+
+
 def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED, token_text=None) -> RunData:
     """Convert a ``model.Cache`` (and the run's ``model.Output``) into a RunData.
 
@@ -112,6 +136,8 @@ def from_cache(cache, out=None, *, kind: str | None = None, keep=STORED, token_t
         truncated=list(out.truncated) if out is not None else [],
         kind=kind,
         **_top(out, kind, token_text),
+        edits=str(getattr(cache, "edits", "") or ""),
+        **_final(out, cache, kind),
     )
 
 
@@ -133,9 +159,12 @@ def weights_of(m) -> dict[str, np.ndarray]:
     return out
 
 
-def run_data(m, texts: list[str], *, with_weights: bool = True) -> RunData:
-    """Run ``m`` on a batch and return everything the views need (the weights optionally)."""
-    out, cache = m.run_with_cache(texts)
+def run_data(m, texts: list[str], *, with_weights: bool = True, edits=None) -> RunData:
+    """Run ``m`` on a batch and return everything the views need (the weights optionally).
+
+    ``edits`` (model.edits: a string such as ``"no_causal"``, or ``Edits``): the what-if run; its
+    canonical string is ``RunData.edits``. An edit that does not fit the model raises EditError."""
+    out, cache = m.run_with_cache(texts, edits=edits)
     run = from_cache(cache, out, kind=m.info.kind, token_text=getattr(m, "token_text", None))
     return run.with_weights(weights_of(m)) if with_weights else run
 

@@ -7,6 +7,8 @@ the exporter's ``--stages`` and the tests.
     for stage_id in stages.STAGE_IDS:
         fig, df = stages.stage_figure(stage_id, run, m.info, sel, lang="ko")
     stages.caption("seed", "hello world", sel, "softmax")
+    edited = stages.run_data(m, ["hello world", "안녕하세요"], edits="no_causal")   # what if
+    fig, df = stages.stage_figure("whatif_pattern", run, m.info, sel, edited=edited)
 
 A stage is one record (``Stage``), declared with ``@stage(...)`` on its builder: its id, its section
 of the page, its formula, which models and blocks it applies to, whether it changes with the
@@ -39,12 +41,14 @@ from . import positional as pv
 from . import pretrained as pt
 from . import style
 from . import tokens as tv
+from . import whatif as wv
 from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache, head_weights, kv_groups,
                    kv_head_of, layers_for, prefix, run_data, stack_of, stack_tokens, weights_of)
 
 __all__ = ["Selection", "Stage", "REGISTRY", "STAGE_IDS", "STAGES", "SECTIONS", "BLOCKS", "blocks_for",
            "layers_for", "stage_figure", "stage_title", "stage_note", "caption", "clip_selection", "run_data",
-           "from_cache", "weights_of", "RunData", "applies", "kv_head_note", "cell_numbers", "overview_layers"]
+           "from_cache", "weights_of", "RunData", "applies", "kv_head_note", "cell_numbers", "overview_layers",
+           "second_run", "ready", "head_entropies"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,11 @@ class Stage:
     figure memo keys on them only then); ``per_cell``: with the one-cell query and key too.
     ``blocks``: the attention blocks it is for (None: every block the model has). ``controls``: the
     name of a group of controls the app draws around it. ``note``: a sentence about the model on
-    screen, shown under the figure."""
+    screen, shown under the figure. ``needs``: the second run the stage compares with, the option
+    that carries it ("edited": the what-if run; "other": the second sentence's run); without it the
+    stage's figure says what to choose, and export leaves the stage out. ``click``: what a click on
+    the figure chooses on the page ("cell": a query and key; "head": a layer and head;
+    explorer/views/picking.py)."""
 
     id: str
     section: str
@@ -83,6 +91,8 @@ class Stage:
     per_cell: bool = False
     controls: str | None = None
     note: Callable[["_Ctx"], str | None] | None = None
+    needs: str | None = None
+    click: str | None = None
 
     def title(self, lang: str = "en") -> str:
         return i18n.t(f"stage.{self.id}.title", lang)
@@ -378,12 +388,12 @@ def _raw_scores(c: _Ctx) -> np.ndarray:
     return q @ k.T
 
 
-@stage("qk", section="scores", formula=r"S_{ij} = q_i \cdot k_j = \sum_{d} q_{i,d}\, k_{j,d}")
+@stage("qk", section="scores", click="cell", formula=r"S_{ij} = q_i \cdot k_j = \sum_{d} q_{i,d}\, k_{j,d}")
 def _qk(c: _Ctx, title: str, opts: dict):
     return av.scores_figure(_raw_scores(c), c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k")
 
 
-@stage("scaled", section="scores", formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
+@stage("scaled", section="scores", click="cell", formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
 def _scaled(c: _Ctx, title: str, opts: dict):
     zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
     return av.scores_figure(c.t("hook_scores"), c.q_tokens, c.k_tokens, title=title, labels=c.L,
@@ -396,7 +406,7 @@ def _mask(c: _Ctx, title: str, opts: dict):
                           title=title, labels=c.L)
 
 
-@stage("masked", section="scores", formula=r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}")
+@stage("masked", section="scores", click="cell", formula=r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}")
 def _masked(c: _Ctx, title: str, opts: dict):
     ms = c.t("hook_masked_scores")
     blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
@@ -404,7 +414,7 @@ def _masked(c: _Ctx, title: str, opts: dict):
                             blocked=blocked)
 
 
-@stage("softmax", section="scores", formula=r"A_{ij} = \frac{e^{\hat S_{ij}}}{\sum_{j'} e^{\hat S_{ij'}}},\qquad \sum_j A_{ij} = 1")
+@stage("softmax", section="scores", click="cell", formula=r"A_{ij} = \frac{e^{\hat S_{ij}}}{\sum_{j'} e^{\hat S_{ij'}}},\qquad \sum_j A_{ij} = 1")
 def _softmax(c: _Ctx, title: str, opts: dict):
     return av.pattern_figure(c.t("hook_pattern"), c.q_tokens, c.k_tokens, blocked=~c.t("hook_mask"), title=title,
                              labels=c.L)
@@ -469,7 +479,7 @@ def overview_layers(n_layers: int, layer: int) -> list[int]:
     return list(range(a, a + OVERVIEW_MAX_LAYERS))
 
 
-@stage("overview", section="overview", controls="drill", formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij},\qquad d_h = \frac{1}{T}\sum_i \sum_j A_{ij}\,|i-j|")
+@stage("overview", section="overview", controls="drill", click="head", formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij},\qquad d_h = \frac{1}{T}\sum_i \sum_j A_{ij}\,|i-j|")
 def _overview(c: _Ctx, title: str, opts: dict):
     n_layers = layers_for(c.info, c.sel.block)
     stack, attn = c.sel.block.split(".")
@@ -527,6 +537,122 @@ def _decoding(c: _Ctx, title: str, opts: dict):
                               words=_decoding_words(c.lang))
 
 
+# === what if, and two sentences side by side (issue 15) ===========================================
+# The what-if stages compare the run on screen (intact) with an edited run of the same model and
+# sentences, given as the option ``edited`` (a RunData made with model.edits, e.g.
+# ``run_data(m, texts, edits="no_causal")``; its ``edits`` names the edits). The comparison stage
+# compares the sentence on screen with a second sentence, whose run (of that sentence alone) is the
+# option ``other``. Without the option a stage's figure says what to choose (Stage.needs).
+
+def _second(c: _Ctx, opts: dict, name: str) -> _Ctx | None:
+    """The selection read from the second run (the other sentence: its only sentence)."""
+    run = opts.get(name)
+    if run is None:
+        return None
+    run = as_run(run)
+    sel = c.sel if name == "edited" else replace(c.sel, sentence=0)
+    return _Ctx(run, c.info, clip_selection(sel, run, c.info), c.lang, None)
+
+
+def _choose(c: _Ctx, title: str, key: str):
+    return _notice(c.words(key), title), None
+
+
+def _edits_note(e: _Ctx) -> str:
+    return e.words("whatif.caption_edits", edits=e.run.edits or "—")
+
+
+@stage("whatif_pattern", section="whatif", controls="whatif", needs="edited",
+       formula=r"\Delta A_{ij} = A^{\text{edited}}_{ij} - A^{\text{intact}}_{ij}")
+def _whatif_pattern(c: _Ctx, title: str, opts: dict):
+    e = _second(c, opts, "edited")
+    if e is None:
+        return _choose(c, title, "whatif.choose")
+    return wv.pattern_pair_figure(c.t("hook_pattern"), e.t("hook_pattern"), c.q_tokens, c.k_tokens, e.q_tokens,
+                                  e.k_tokens, a_blocked=~c.t("hook_mask"), b_blocked=~e.t("hook_mask"),
+                                  title=title, subtitle=_edits_note(e), labels=wv.labels(c.lang))
+
+
+def head_entropies(c: _Ctx) -> np.ndarray:
+    """(layers, heads): every head's mean row entropy (nats) in the selected block and sentence."""
+    n_layers = layers_for(c.info, c.sel.block)
+    stack, attn = c.sel.block.split(".")
+    pats = [c.run[f"{stack}.blocks.{li}.{attn}.hook_pattern"][c.sel.sentence] for li in range(n_layers)]
+    n_q = [axis_tokens(c.run, c.sel.block, c.sel.sentence, li)[2] for li in range(n_layers)]
+    return wv.head_entropies(pats, n_q)
+
+
+@stage("whatif_entropy", section="whatif", controls="whatif", needs="edited",
+       formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij}:\quad H_h^{\text{edited}} - H_h^{\text{intact}}")
+def _whatif_entropy(c: _Ctx, title: str, opts: dict):
+    e = _second(c, opts, "edited")
+    if e is None:
+        return _choose(c, title, "whatif.choose")
+    return wv.entropy_figure(head_entropies(c), head_entropies(e), c.sel.layer, c.sel.head, title=title,
+                             subtitle=_edits_note(e), labels=wv.labels(c.lang))
+
+
+def _output_note(c: _Ctx) -> str | None:
+    kind = c.info.get("kind")
+    key = {"encoder-decoder": "whatif.output_note_seed", "decoder": "whatif.output_note_decoder",
+           "encoder": "whatif.output_note_encoder"}.get(kind)
+    return None if key is None else c.words(key)
+
+
+@stage("whatif_output", section="whatif", per_head=False, controls="whatif", needs="edited", note=_output_note,
+       formula=r"\mathrm{KL}(p \,\|\, p') = \sum_t p_t \log \frac{p_t}{p'_t},\qquad \cos(e, e') = "
+               r"\frac{e \cdot e'}{\lVert e \rVert\, \lVert e' \rVert}")
+def _whatif_output(c: _Ctx, title: str, opts: dict):
+    e = _second(c, opts, "edited")
+    if e is None:
+        return _choose(c, title, "whatif.choose")
+    s, W, note = c.sel.sentence, wv.labels(c.lang), _edits_note(e)
+    a, b = c.run, e.run
+    if a.generated is not None and b.generated is not None:
+        return wv.generated_figure(a.generated[s], b.generated[s], title=title, subtitle=note, labels=W)
+    if a.final_logprobs is not None and b.final_logprobs is not None:
+        toks = stack_tokens(a, c.stack, s)
+        context = f"“{'…' if len(toks) > 8 else ''}{style.plain_text(''.join(toks[-8:]), 60)}”"
+        return wv.next_token_pair_figure(a.final_logprobs[s], b.final_logprobs[s], {**a.top_text, **b.top_text},
+                                         context=context, title=title, subtitle=note, labels=W)
+    if a.embedding is not None and b.embedding is not None:
+        return wv.embedding_pair_figure(a.embedding[s], b.embedding[s], title=title, subtitle=note, labels=W)
+    return _notice(c.words("whatif.no_output"), title), None
+
+
+@stage("compare_pattern", section="compare", controls="compare", needs="other",
+       formula=r"\Delta A_{ij} = A^{(2)}_{\pi(i)\,\pi(j)} - A^{(1)}_{ij}\quad (\pi:\ \text{the same token})")
+def _compare_pattern(c: _Ctx, title: str, opts: dict):
+    o = _second(c, opts, "other")
+    if o is None:
+        return _choose(c, title, "compare.choose")
+    W = wv.labels(c.lang)
+    text = o.run.texts[0] if o.run.texts else ""
+    return wv.pattern_pair_figure(c.t("hook_pattern"), o.t("hook_pattern"), c.q_tokens, c.k_tokens, o.q_tokens,
+                                  o.k_tokens, a_blocked=~c.t("hook_mask"), b_blocked=~o.t("hook_mask"),
+                                  names=(W["first"], W["second"]), title=title, labels=W,
+                                  subtitle=c.words("compare.caption", text=style.plain_text(text, 60)))
+
+
+def second_run(stage_id: str, options: Mapping) -> tuple[str, str]:
+    """(edits, second sentence) of the run a stage compares with, for captions, file names and the
+    manifest ("" and "" for a stage that compares nothing, or without its run)."""
+    needs = REGISTRY[stage_id].needs if stage_id in REGISTRY else None
+    run = options.get(needs) if needs else None
+    if run is None:
+        return "", ""
+    run = as_run(run)
+    if needs == "edited":
+        return run.edits, ""
+    return "", run.texts[0] if run.texts else ""
+
+
+def ready(stage_id: str, info, block: str | None = None, options: Mapping | None = None) -> bool:
+    """Whether export should include a stage: it applies, and the run it compares with is given."""
+    needs = REGISTRY[stage_id].needs
+    return applies(stage_id, info, block) and (needs is None or (options or {}).get(needs) is not None)
+
+
 # --- what the registry gives everyone ---------------------------------------------------------------
 
 STAGE_IDS: tuple[str, ...] = tuple(REGISTRY)
@@ -563,7 +689,9 @@ def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en"
 
     ``options`` (all optional) are the positional-encoding controls: ``pe_base``, ``pe_d_model``,
     ``pe_positions``, ``pe_dims``, ``pe_bases``; and ``next_position`` (the position whose next
-    token "next_token" shows; default the sentence's last real token).
+    token "next_token" shows; default the sentence's last real token); ``edited`` (the what-if
+    stages: a RunData of the same model and sentences made with model.edits) and ``other`` (the
+    comparison: the run of a second sentence alone) — a stage's ``needs`` says which it reads.
     """
     record = _record(stage_id)
     ctx = _context(cache, info, sel, lang, weights)
@@ -587,11 +715,15 @@ def cell_numbers(cache, info, sel: Selection) -> dict:
     return nums
 
 
-def caption(model: str, text: str, sel: Selection, stage_id: str, lang: str = "en") -> str:
+def caption(model: str, text: str, sel: Selection, stage_id: str, lang: str = "en", *, edits: str = "",
+            compare: str = "") -> str:
     """"model · sentence · block · layer · head · stage" as plain text (escape it before putting it
-    in a figure: style.esc)."""
+    in a figure: style.esc); a what-if figure adds its ``edits``, a comparison its second sentence
+    (``compare``; both from ``second_run``)."""
     L = i18n.fig_labels(lang)
     title = stage_title(stage_id, lang) if stage_id in REGISTRY else stage_id
     block = i18n.t(f"blocks.{sel.block}", lang) if sel.block in BLOCKS else sel.block
+    extra = (f" · {i18n.t('whatif.caption_edits', lang, edits=edits)}" if edits else "") + (
+        f" · {i18n.t('compare.caption', lang, text=style.plain_text(compare, 48))}" if compare else "")
     return (f"{model} · {L['sentence']} {sel.sentence} “{style.plain_text(text, 48)}” · {block} · "
-            f"{L['layer']} {sel.layer} · {L['head']} {sel.head} · {title}")
+            f"{L['layer']} {sel.layer} · {L['head']} {sel.head} · {title}{extra}")

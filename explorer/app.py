@@ -652,7 +652,7 @@ def whatif_controls(page: Page) -> dict:
     keep("whatif_text", st.session_state.get("edit", ""))
     c1, c2, c3 = st.columns([2, 1, 1])
     c1.multiselect(t("whatif.flags"), list(WHATIF_FLAGS), key="whatif_flags", on_change=on_edit_controls,
-                   format_func=lambda f: t(WHATIF_FLAGS[f]))
+                   format_func=lambda f: t(WHATIF_FLAGS[f]), placeholder=t("whatif.none"))
     for col, name, label in ((c2, "whatif_scale", "whatif.scale"), (c3, "whatif_temperature", "whatif.temperature")):
         col.number_input(t(label), min_value=model.edits.MIN_VALUE, value=None,  # None: off (clearable)
                          max_value=model.edits.MAX_VALUE, step=0.5, format="%g", key=name,

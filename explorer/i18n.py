@@ -832,6 +832,9 @@ WORDS: dict[str, dict[str, str]] = {
     "whatif.off": {
         "en": "off",
         "ko": "끔"},
+    "whatif.none": {
+        "en": "nothing (intact)",
+        "ko": "없음 (원래대로)"},
     "whatif.ablate_kind": {
         "en": "Switch off a head",
         "ko": "헤드 끄기"},

@@ -79,6 +79,8 @@ def test_pattern_difference_is_edited_minus_intact_on_one_symmetric_scale(seed, 
     assert axis.cmin == -axis.cmax and axis.cmid == 0
     assert axis.cmax == pytest.approx(np.abs(b - a).max())
     assert "temperature=3" in fig.layout.title.subtitle.text
+    same, df = stages.stage_figure("whatif_pattern", intact, seed.info, sel, edited=intact)  # nothing changed
+    assert (df.to_numpy() == 0).all() and same.layout.coloraxis2.cmax == wv.MIN_CHANGE_RANGE
 
 
 def test_without_an_edited_run_the_stages_say_what_to_choose(seed, runs):

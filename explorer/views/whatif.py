@@ -84,6 +84,13 @@ def slot_tokens(slots: Sequence[Slot], a: Sequence[str], b: Sequence[str]) -> li
 
 # --- one head's pattern in both runs ---------------------------------------------------------------
 
+MIN_CHANGE_RANGE = 1e-3  # a difference scale never narrower than ±this: "no change" stays white
+
+
+def _change_range(diff: np.ndarray) -> float:
+    return max(style.symmetric_range(diff), MIN_CHANGE_RANGE)
+
+
 def _square(n: int) -> int:
     return int(min(900, max(400, 140 + 26 * n)))
 
@@ -103,7 +110,7 @@ def pattern_pair_figure(a: np.ndarray, b: np.ndarray, a_q: Sequence[str], a_k: S
     unmatched = ~np.isfinite(diff)
     d_q, d_k = slot_tokens(rows, a_q, b_q), slot_tokens(cols, a_k, b_k)
     panel = [f"① {names[0]}", f"② {names[1]}", f"{L['difference']} ② − ①"]
-    g = Grid(cols=3, titles=[style.esc(p) for p in panel], hspace=0.07)
+    g = Grid(cols=3, titles=[style.esc(p) for p in panel], hspace=0.09)
     traces = []
     for c, (m, q, k, blocked) in enumerate(((a, a_q, a_k, a_blocked), (b, b_q, b_k, b_blocked))):
         traces += heatmap(m, rows=q, cols=k, row_name=L["query"], col_name=L["key"], value_name=L["weight"],
@@ -119,12 +126,12 @@ def pattern_pair_figure(a: np.ndarray, b: np.ndarray, a_q: Sequence[str], a_k: S
     x, y = token_axes(rows=d_q, cols=d_k, n_rows=len(rows), n_cols=len(cols), col_title=L["key"])
     g.axes(0, 2, x=x, y=y)
     wa = style.weights_axis(L["weight"])
-    wa["colorbar"].update(x=-0.1, xanchor="right")
+    wa["colorbar"].update(x=-0.13, xanchor="right")
     notes = [s for s in (subtitle, L["aligned_note"] if unmatched.any() else None) if s]
     fig = g.figure(traces, title=title, height=_square(max(len(rows), a.shape[0], b.shape[0])),
                    subtitle=style.esc(" · ".join(notes)) if notes else None,
-                   coloraxis=wa, coloraxis2=style.scores_axis(style.symmetric_range(diff), "② − ①"),
-                   margin=dict(l=110, t=110 if notes else 80))
+                   coloraxis=wa, coloraxis2=style.scores_axis(_change_range(diff), "② − ①"),
+                   margin=dict(l=130, t=110 if notes else 80))
     df = pd.DataFrame(diff, index=pd.Index([f"{i}:{style.visible(t)}" for i, t in enumerate(d_q)], dtype=object),
                       columns=pd.Index([f"{j}:{style.visible(t)}" for j, t in enumerate(d_k)], dtype=object))
     df.index.name, df.columns.name = L["query"], L["key"]
@@ -181,7 +188,7 @@ def entropy_figure(a: np.ndarray, b: np.ndarray, layer: int, head: int, *, names
     fig = g.figure(traces, title=title, height=int(min(900, max(380, 120 + 22 * n_layers))),
                    subtitle=style.esc(subtitle) if subtitle else None, shapes=shapes, barmode="group",
                    plot_bgcolor="white", legend=dict(orientation="h", y=-0.18),
-                   coloraxis=style.scores_axis(style.symmetric_range(change), "② − ①"))
+                   coloraxis=style.scores_axis(_change_range(change), "② − ①"))
     df = pd.DataFrame({L["layer"]: np.repeat(layer_ids, n_heads), L["head"]: np.tile(heads, n_layers),
                        f"① {names[0]}": a.ravel(), f"② {names[1]}": b.ravel(), "② − ①": change.ravel()})
     return fig, df.set_index([L["layer"], L["head"]])

@@ -6,8 +6,9 @@
     cache["encoder.blocks.0.self_attn.hook_pattern"]  # (batch, head, q, k)
 """
 from .base import HookedModel, ModelInfo, Output
+from .errors import WeightsError
 from .hooks import Cache, HookPoint, hooks
-from .registry import WeightsError, available, load
+from .registry import available, load
 
 __all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
            "hooks", "WeightsError"]

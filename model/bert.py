@@ -18,8 +18,8 @@ from torch import nn
 
 from .attention import Attention
 from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .errors import WeightsError
 from .hooks import Cache, HookPoint
-from .registry import WeightsError
 from .tokenizer import TextTokenizer
 
 ACTIVATIONS = {

@@ -26,9 +26,9 @@ from torch import nn
 
 from .attention import Attention, causal_mask
 from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .errors import WeightsError
 from .hooks import Cache, HookPoint
 from .positional import rotary_tables
-from .registry import WeightsError
 from .tokenizer import TextTokenizer
 
 CONVERTED_FORMAT = "attention-explorer-llama"

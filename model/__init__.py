@@ -6,9 +6,9 @@
     cache["encoder.blocks.0.self_attn.hook_pattern"]  # (batch, head, q, k)
 """
 from .base import HookedModel, ModelInfo, Output
-from .errors import WeightsError
+from .errors import InputTooLong, RunTooLarge, WeightsError
 from .hooks import Cache, HookPoint, hooks
 from .registry import available, load
 
 __all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
-           "hooks", "WeightsError"]
+           "hooks", "WeightsError", "InputTooLong", "RunTooLarge"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import ContextManager
@@ -9,7 +10,9 @@ from typing import ContextManager
 import torch
 from torch import nn
 
+from . import limits
 from .hooks import Cache, capture, hooks, name_hook_points
+from .limits import Prepared
 from .tokenizer import TextTokenizer
 
 
@@ -28,6 +31,12 @@ class ModelInfo:
     n_decoder_layers: int = 0  # encoder–decoder only
     positional_base: float | None = None  # sinusoidal base n, or the rotary base
     description: str = ""
+    max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
+    #                      0 here: 512, or max_len if smaller
+
+    def __post_init__(self) -> None:
+        if not self.max_tokens:
+            object.__setattr__(self, "max_tokens", min(limits.DEFAULT_MAX_TOKENS, self.max_len))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -67,38 +76,55 @@ class HookedModel(nn.Module):
         """A vocabulary entry as people should read it (as in ``cache.tokens``)."""
         return self.tokenizer.id_to_token(token_id)
 
-    @staticmethod
-    def _check_texts(texts: str | Iterable[str]) -> list[str]:
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        if not texts:
-            raise ValueError("give at least one sentence")
-        if not all(isinstance(t, str) for t in texts):
-            raise TypeError("sentences must be strings")
-        return texts
+    _check_texts = staticmethod(limits.check_texts)
+
+    # --- what may enter a run (model/limits.py) ---------------------------------------------
+    def set_max_tokens(self, n: int | None = None) -> None:
+        """``info.max_tokens`` = n, else $ATTENTION_EXPLORER_MAX_TOKENS, else unchanged."""
+        n = limits.token_limit(self.info, n)
+        if n is not None:
+            self.info = dataclasses.replace(self.info, max_tokens=n)
+
+    def prepare_texts(self, texts: str | Iterable[str], *, truncate: bool = False) -> Prepared:
+        """Sentences checked against the token limit, before any run: over ``info.max_tokens``
+        raises ``InputTooLong``, or with ``truncate=True`` is cut at a token boundary (marked in
+        ``.truncated``); lone surrogates become U+FFFD. Every entry point calls this first."""
+        return limits.prepare(texts, self.tokenizer, self.info, truncate=truncate)
+
+    def check_memory(self, n_sentences: int, n_tokens: int, names: Iterable[str] = ()) -> int:
+        """Raise ``RunTooLarge`` when such a run would need more memory than it may take."""
+        return limits.check_memory(self.info, n_sentences, n_tokens, names)
 
     @torch.inference_mode()
-    def run(self, texts: str | Sequence[str]) -> Output:
+    def run(self, texts: str | Sequence[str], *, truncate: bool = False) -> Output:
         """The same forward pass with no hooks at all."""
-        out, _ = self._run(self._check_texts(texts), contextlib.nullcontext)
+        prep = self.prepare_texts(texts, truncate=truncate)
+        self.check_memory(len(prep.texts), prep.longest)
+        out, _ = self._run(prep.texts, contextlib.nullcontext)
+        out.truncated = [a or b for a, b in zip(prep.truncated, out.truncated or [False] * len(prep.truncated))]
         return out
 
     @torch.inference_mode()
     def run_with_cache(
-        self, texts: str | Sequence[str], names: Iterable[str] | None = None
+        self, texts: str | Sequence[str], names: Iterable[str] | None = None, *, truncate: bool = False
     ) -> tuple[Output, Cache]:
-        """Run a padded batch and return (output, cache of hook tensors)."""
-        texts = self._check_texts(texts)
+        """Run a padded batch and return (output, cache of hook tensors).
+
+        At most ``info.max_tokens`` tokens per sentence (else ``InputTooLong``, or cut with
+        ``truncate=True``); a run too large for memory raises ``RunTooLarge`` before it starts.
+        """
         wanted = self.hook_names if names is None else list(names)
         unknown = set(wanted) - set(self.hook_names)
         if unknown:
             raise KeyError(f"unknown hook names: {sorted(unknown)[:5]}")
+        prep = self.prepare_texts(texts, truncate=truncate)
+        self.check_memory(len(prep.texts), prep.longest, wanted)
         store: dict[str, torch.Tensor] = {}
         fns = capture(wanted, store)
-        out, cache = self._run(texts, lambda: hooks(fns))
+        out, cache = self._run(prep.texts, lambda: hooks(fns))
+        out.truncated = [a or b for a, b in zip(prep.truncated, out.truncated or [False] * len(prep.truncated))]
         cache.tensors = {n: store[n] for n in self.hook_names if n in store}
-        cache.texts = texts
+        cache.texts = prep.texts
         return out, cache
 
 

@@ -41,22 +41,30 @@ def available() -> list[str]:
     return list(LOADERS)
 
 
-def load(name_or_path: str | Path = "seed", *, random: bool = False, **overrides) -> HookedModel:
+def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens: int | None = None,
+         **overrides) -> HookedModel:
     """Load a model by name ("seed", "seed-sort", "minilm", "smollm2") or local path.
 
     ``random=True`` builds an untrained seed Transformer; ``overrides`` set its shape
     (d_model, n_heads, n_layers, n_decoder_layers, d_ff, pe_base, seed, ...).
+    ``max_tokens``: the most tokens one sentence may have in a run (``m.info.max_tokens``);
+    default $ATTENTION_EXPLORER_MAX_TOKENS (capped at the model's positions), else 512 or the
+    model's positions if fewer. Longer sentences raise ``model.InputTooLong``, or are cut with
+    ``run_with_cache(..., truncate=True)``.
     """
     key = str(name_or_path)
     if random:
         if key not in SEED_WEIGHTS:
             raise ValueError("random=True is available for the seed Transformer only")
-        return random_seed_model(**overrides)
-    if overrides:
-        raise TypeError("settings other than random=True apply to untrained models only")
-    if key in LOADERS:
-        return LOADERS[key](key)
-    path = Path(key).expanduser()
-    if not path.exists():
-        raise WeightsError(f"unknown model {key!r}: use one of {', '.join(available())} or a local path")
-    return load_seed_file(path, name=path.stem) if path.suffix == ".safetensors" else load_path(path)
+        m = random_seed_model(**overrides)
+    elif overrides:
+        raise TypeError("settings other than random=True and max_tokens apply to untrained models only")
+    elif key in LOADERS:
+        m = LOADERS[key](key)
+    else:
+        path = Path(key).expanduser()
+        if not path.exists():
+            raise WeightsError(f"unknown model {key!r}: use one of {', '.join(available())} or a local path")
+        m = load_seed_file(path, name=path.stem) if path.suffix == ".safetensors" else load_path(path)
+    m.set_max_tokens(max_tokens)
+    return m

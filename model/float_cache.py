@@ -3,8 +3,8 @@
     path = converted_path(gguf)                # next to a fetched GGUF, else <cache>/converted/
     with conversion_lock(gguf):                # one process converts, the others wait here
         remove_stale_temporaries(path)         # debris of a process killed while writing
-        with converting():                     # at interpreter exit: stop and clean up first
-            write(path, state, metadata)       # never raises for a write failure: warns
+        with converting():                     # torch work and the write: at interpreter exit,
+            write(path, state, metadata)       # stop and clean up first; a write failure warns
     read(path, expect={...})                   # None (with a warning) unless intact and current
 
 The file is a safetensors file (float32 tensors, the source's size/mtime, the configuration and
@@ -65,6 +65,15 @@ def converted_path(gguf_path: Path) -> Path:
         return gguf_path.with_name(gguf_path.name + ".f32.safetensors")
     tag = hashlib.sha1(str(gguf_path).encode()).hexdigest()[:12]
     return root / "converted" / f"{gguf_path.stem}-{tag}.f32.safetensors"
+
+
+def identity(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of ``path``, None if absent: tells whether it was replaced."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def temporaries(path: Path) -> list[Path]:
@@ -134,32 +143,50 @@ def conversion_lock(source: Path) -> Iterator[bool]:
 _state = threading.Condition()
 _active = [0]  # conversions in progress in this process
 _stop = threading.Event()
+_parked = threading.Event()  # never set: a stopped conversion's thread waits on it until the end
 _registered = [False]
 
 
 def _stop_conversions() -> None:
-    """At interpreter exit (atexit runs before daemon threads are torn down): ask every
-    conversion to stop and wait until they have, so that no thread is left inside native code."""
+    """At interpreter exit (atexit runs before daemon threads are torn down, and after the other
+    threads have finished): ask every conversion to stop and wait until each has removed its
+    temporary file and parked its thread outside torch, so that no thread is torn down inside
+    native code."""
     _stop.set()
     with _state:
         _state.wait_for(lambda: _active[0] == 0, timeout=EXIT_WAIT_S)
 
 
+def _leave() -> None:
+    with _state:
+        _active[0] -= 1
+        _state.notify_all()
+
+
 @contextlib.contextmanager
 def converting() -> Iterator[None]:
-    """Mark a conversion in progress: the exit handler waits for it to leave this block."""
+    """Mark torch work or a cache write in progress: at exit, ``check_stop`` inside the block
+    raises ``Interrupted``; the block's clean-up runs, then the thread parks here for good (a
+    pure wait on a lock: the process ends around it) instead of unwinding into native code
+    while the interpreter shuts down."""
     with _state:
         if not _registered[0]:
             atexit.register(_stop_conversions)
             _registered[0] = True
         _active[0] += 1
+    left = False
     try:
         check_stop()
         yield
+    except Interrupted:
+        _leave()
+        left = True
+        if threading.current_thread() is not threading.main_thread():
+            _parked.wait()
+        raise
     finally:
-        with _state:
-            _active[0] -= 1
-            _state.notify_all()
+        if not left:
+            _leave()
 
 
 def check_stop() -> None:

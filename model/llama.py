@@ -304,16 +304,17 @@ def read_gguf(path: Path) -> tuple[LlamaConfig, dict, dict[str, torch.Tensor]]:
               for name, ours in names.items()}
     check_sizes(cfg, shapes, path.name)
     state = {}
-    for name, ours in names.items():
-        check_stop()  # between tensors: the process may be exiting
-        t = tensors[name]
-        a = gguf.quants.dequantize(t.data, t.tensor_type)  # numpy, (out, in) like torch
-        w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"]))
-        if name.endswith("attn_q.weight"):
-            w = unpermute(w, cfg.n_heads)
-        elif name.endswith("attn_k.weight"):
-            w = unpermute(w, cfg.n_kv_heads)
-        state[ours] = w.contiguous()
+    with float_cache.converting():  # torch from here on: at exit, stop between two tensors
+        for name, ours in names.items():
+            check_stop()
+            t = tensors[name]
+            a = gguf.quants.dequantize(t.data, t.tensor_type)  # numpy, (out, in) like torch
+            w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"]))
+            if name.endswith("attn_q.weight"):
+                w = unpermute(w, cfg.n_heads)
+            elif name.endswith("attn_k.weight"):
+                w = unpermute(w, cfg.n_kv_heads)
+            state[ours] = w.contiguous()
     return cfg, {k: v for k, v in meta.items() if k.startswith("tokenizer.")}, state
 
 
@@ -378,10 +379,11 @@ def _convert(path: Path, conv: Path, name: str, description: str) -> Llama:
     except Exception as e:  # the reader raises plain errors on truncated/corrupt files
         raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: "
                            f"{e}); it may be truncated or corrupt") from None
-    m = _build(cfg, tok, specials, state, path.name, name, description)
     meta = {**_stamp(path), "source": str(path), "config": json.dumps(asdict(cfg)),
             "tokenizer": tok.to_str(), "specials": json.dumps(specials)}
-    float_cache.write(conv, state, meta)
+    with float_cache.converting():  # at exit: the write stops between chunks, cleans up
+        m = _build(cfg, tok, specials, state, path.name, name, description)
+        float_cache.write(conv, state, meta)
     return m
 
 
@@ -395,15 +397,16 @@ def load_gguf(path: str | Path, name: str | None = None, description: str = "") 
     _check_magic(path)
     name, description = name or path.stem, description or f"Llama GGUF {path.name}"
     conv = converted_path(path)
+    seen = float_cache.identity(conv)
     m = _from_cache(conv, path, name, description)
     if m is not None:
         float_cache.tidy(conv, path)
         return m
     with float_cache.conversion_lock(path) as locked:
-        m = _from_cache(conv, path, name, description) if locked else None  # converted meanwhile?
-        if m is not None:
-            return m
+        if locked and float_cache.identity(conv) not in (None, seen):  # written while we waited
+            m = _from_cache(conv, path, name, description)
+            if m is not None:
+                return m
         if locked:
             float_cache.remove_stale_temporaries(conv)
-        with float_cache.converting():
-            return _convert(path, conv, name, description)
+        return _convert(path, conv, name, description)

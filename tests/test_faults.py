@@ -320,7 +320,7 @@ def test_read_only_cache_warns_and_loads(tmp_path, reference, monkeypatch, where
 def test_full_cache_disk_warns_and_loads(tmp_path, reference, monkeypatch):
     path, ref = reference
     full = tmp_path / "full-cache"
-    with tmpfs(full, "48k"):  # the conversion needs ~160 kB: the disk fills during the write
+    with tmpfs(full, "48k"):  # the conversion needs 116 kB: the disk fills during the write
         monkeypatch.setenv(fetch.ENV_VAR, str(full))
         with pytest.warns(UserWarning, match=r"could not write the float cache.*No space left on device\) \(the disk is full\)"):
             m = model.load(path)

@@ -8,8 +8,9 @@
 """
 from . import edits
 from .base import HookedModel, ModelInfo, Output
+from .errors import InputTooLong, RunTooLarge, WeightsError
 from .hooks import Cache, HookPoint, hooks
-from .registry import WeightsError, available, load
+from .registry import available, load
 
 __all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
-           "hooks", "WeightsError", "edits"]
+           "hooks", "WeightsError", "InputTooLong", "RunTooLarge", "edits"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import ContextManager
@@ -9,8 +10,10 @@ from typing import ContextManager
 import torch
 from torch import nn
 
+from . import limits
 from .edits import Edits, as_edits, hook_fns
 from .hooks import Cache, active, capture, compose, hooks, name_hook_points
+from .limits import Prepared
 from .tokenizer import TextTokenizer
 
 
@@ -37,6 +40,13 @@ class ModelInfo:
     n_decoder_layers: int = 0  # encoder–decoder only
     positional_base: float | None = None  # sinusoidal base n, or the rotary base
     description: str = ""
+
+    max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
+    #                      0 here: 512, or max_len if smaller
+
+    def __post_init__(self) -> None:
+        if not self.max_tokens:
+            object.__setattr__(self, "max_tokens", min(limits.DEFAULT_MAX_TOKENS, self.max_len))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -187,16 +197,24 @@ class HookedModel(nn.Module):
         """A vocabulary entry as people should read it (as in ``cache.tokens``)."""
         return self.tokenizer.id_to_token(token_id)
 
-    @staticmethod
-    def _check_texts(texts: str | Iterable[str]) -> list[str]:
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        if not texts:
-            raise ValueError("give at least one sentence")
-        if not all(isinstance(t, str) for t in texts):
-            raise TypeError("sentences must be strings")
-        return texts
+    _check_texts = staticmethod(limits.check_texts)
+
+    # --- what may enter a run (model/limits.py) ---------------------------------------------
+    def set_max_tokens(self, n: int | None = None) -> None:
+        """``info.max_tokens`` = n, else $ATTENTION_EXPLORER_MAX_TOKENS, else unchanged."""
+        n = limits.token_limit(self.info, n)
+        if n is not None:
+            self.info = dataclasses.replace(self.info, max_tokens=n)
+
+    def prepare_texts(self, texts: str | Iterable[str], *, truncate: bool = False) -> Prepared:
+        """Sentences checked against the token limit, before any run: over ``info.max_tokens``
+        raises ``InputTooLong``, or with ``truncate=True`` is cut at a token boundary (marked in
+        ``.truncated``); lone surrogates become U+FFFD. Every entry point calls this first."""
+        return limits.prepare(texts, self.tokenizer, self.info, truncate=truncate)
+
+    def check_memory(self, n_sentences: int, n_tokens: int, names: Iterable[str] = ()) -> int:
+        """Raise ``RunTooLarge`` when such a run would need more memory than it may take."""
+        return limits.check_memory(self.info, n_sentences, n_tokens, names)
 
     def _edit_scope(self, edit_fns: dict) -> ContextManager:
         """The edits, active for the whole run (greedy decoding included), on top of any hooks
@@ -204,11 +222,16 @@ class HookedModel(nn.Module):
         return hooks(compose(edit_fns, active())) if edit_fns else contextlib.nullcontext()
 
     @torch.inference_mode()
-    def run(self, texts: str | Sequence[str], edits: EditsLike = None) -> Output:
-        """The same forward pass with no hooks at all, or with ``edits`` (see model.edits)."""
-        texts = self._check_texts(texts)
+    def run(self, texts: str | Sequence[str], edits: EditsLike = None, *, truncate: bool = False) -> Output:
+        """The same forward pass with no hooks at all, or with ``edits`` (see model.edits).
+
+        At most ``info.max_tokens`` tokens per sentence (else ``InputTooLong``, or cut with
+        ``truncate=True``); a run too large for memory raises ``RunTooLarge`` before it starts."""
+        prep = self.prepare_texts(texts, truncate=truncate)
+        self.check_memory(len(prep.texts), prep.longest)
         with self._edit_scope(hook_fns(self, edits)):
-            out, _ = self._run(texts, contextlib.nullcontext)
+            out, _ = self._run(prep.texts, contextlib.nullcontext)
+        out.truncated = [a or b for a, b in zip(prep.truncated, out.truncated or [False] * len(prep.truncated))]
         return out
 
     def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
@@ -221,7 +244,7 @@ class HookedModel(nn.Module):
     def generate_with_cache(
         self, texts: str | Sequence[str], max_new_tokens: int | None = None, *,
         names: Iterable[str] | None = None, temperature: float = 0.0, top_k: int | None = None,
-        seed: int = 0, n_top: int = 5, use_cache: bool = True,
+        seed: int = 0, n_top: int = 5, use_cache: bool = True, truncate: bool = False,
     ) -> Trace:
         """Write up to ``max_new_tokens`` tokens per sentence, one decoder step at a time, and
         record what the hooks saw at every step (``trace.steps[t][name]``).
@@ -233,8 +256,12 @@ class HookedModel(nn.Module):
         with a generator seeded by ``seed``, so a call is reproducible. ``n_top`` candidates per
         step are kept in ``trace.top``. ``max_new_tokens`` defaults to the source length + 8
         (seed, as ``run_with_cache``) or 32 (Llama), and is cut to what the model's positions allow.
+        The input obeys the token limit as in ``run_with_cache`` (``InputTooLong``, or ``truncate``),
+        and a run too large for memory raises ``RunTooLarge`` before it starts.
         """
-        texts = self._check_texts(texts)
+        prep = self.prepare_texts(texts, truncate=truncate)
+        texts = prep.texts
+        self.check_memory(len(texts), prep.longest + (max_new_tokens or prep.longest + 8))
         wanted = self.hook_names if names is None else list(names)
         unknown = set(wanted) - set(self.hook_names)
         if unknown:
@@ -254,26 +281,30 @@ class HookedModel(nn.Module):
     @torch.inference_mode()
     def run_with_cache(
         self, texts: str | Sequence[str], names: Iterable[str] | None = None,
-        edits: EditsLike = None,
+        edits: EditsLike = None, *, truncate: bool = False,
     ) -> tuple[Output, Cache]:
         """Run a padded batch and return (output, cache of hook tensors).
 
         ``edits`` (a string such as ``"no_causal,temperature=2"``, an ``Edits``, or a list of
-        edits) change this run only; the cache then holds the edited tensors.
+        edits) change this run only; the cache then holds the edited tensors. At most
+        ``info.max_tokens`` tokens per sentence (else ``InputTooLong``, or cut with
+        ``truncate=True``); a run too large for memory raises ``RunTooLarge`` before it starts.
         """
-        texts = self._check_texts(texts)
         wanted = self.hook_names if names is None else list(names)
         unknown = set(wanted) - set(self.hook_names)
         if unknown:
             raise KeyError(f"unknown hook names: {sorted(unknown)[:5]}")
+        prep = self.prepare_texts(texts, truncate=truncate)
+        self.check_memory(len(prep.texts), prep.longest, wanted)
         edits = as_edits(edits)
         edit_fns = hook_fns(self, edits)
         store: dict[str, torch.Tensor] = {}
         fns = compose(edit_fns, capture(wanted, store))  # the capture sees the edited tensors
         with self._edit_scope(edit_fns):
-            out, cache = self._run(texts, lambda: hooks(fns))
+            out, cache = self._run(prep.texts, lambda: hooks(fns))
+        out.truncated = [a or b for a, b in zip(prep.truncated, out.truncated or [False] * len(prep.truncated))]
         cache.tensors = {n: store[n] for n in self.hook_names if n in store}
-        cache.texts = texts
+        cache.texts = prep.texts
         cache.edits = str(edits)
         return out, cache
 

@@ -18,8 +18,10 @@ from torch import nn
 
 from .attention import Attention
 from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
+from .checks import (MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, check_layers,
+                     check_shapes, need_divides, need_int)
+from .errors import WeightsError
 from .hooks import Cache, HookPoint
-from .registry import WeightsError
 from .tokenizer import TextTokenizer
 
 ACTIVATIONS = {
@@ -175,6 +177,8 @@ def read_config(folder: Path) -> BertConfig:
         raw = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError) as e:
         raise WeightsError(f"{folder / 'config.json'} is not readable JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise WeightsError(f"{folder.name}/config.json holds a {type(raw).__name__}, not a JSON object")
     if raw.get("model_type", "bert") != "bert":
         raise WeightsError(f"{folder.name}: model_type {raw.get('model_type')!r} is not supported; "
                            f"this loader reads BERT checkpoints (model_type 'bert')")
@@ -203,15 +207,55 @@ def read_tokenizer(folder: Path, cfg: BertConfig) -> TextTokenizer:
                          eos="[SEP]" if tok.token_to_id("[SEP]") is not None else None)
 
 
-def read_weights(path: Path) -> dict[str, torch.Tensor]:
+def _read_safetensors(path: Path, what):
     from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(path), framework="pt") as f:
-            return {ours: f.get_tensor(k).float() for k in f.keys() if (ours := rename(k))}
+            return what(f)
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise WeightsError(f"{path.name} is not a readable safetensors file ({e}); "
                            f"it may be truncated or corrupt") from None
+
+
+def read_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Our tensor name -> shape, from the file's header only (no tensor data is read)."""
+    return _read_safetensors(path, lambda f: {ours: tuple(f.get_slice(k).get_shape())
+                                              for k in f.keys() if (ours := rename(k))})
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    return _read_safetensors(path, lambda f: {ours: f.get_tensor(k).float()
+                                              for k in f.keys() if (ours := rename(k))})
+
+
+def check_sizes(cfg: BertConfig, shapes: dict[str, tuple[int, ...]], source: str) -> None:
+    """Every size config.json claims, against sane bounds and the tensors the file holds."""
+    L = need_int(source, "num_hidden_layers", cfg.num_hidden_layers, 1, MAX_LAYERS)
+    H = need_int(source, "num_attention_heads", cfg.num_attention_heads, 1, MAX_HEADS)
+    d = need_int(source, "hidden_size", cfg.hidden_size, 1, MAX_WIDTH)
+    need_divides(source, "num_attention_heads", H, "hidden_size", d)
+    ff = need_int(source, "intermediate_size", cfg.intermediate_size, 1, MAX_FF)
+    V = need_int(source, "vocab_size", cfg.vocab_size, 1, MAX_VOCAB)
+    P = need_int(source, "max_position_embeddings", cfg.max_position_embeddings, 1, MAX_POSITIONS)
+    n_types = need_int(source, "type_vocab_size", cfg.type_vocab_size, 0, 1024)
+    need_int(source, "pad_token_id", cfg.pad_token_id, 0, V - 1)
+    eps = cfg.layer_norm_eps
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise WeightsError(f"{source}: layer_norm_eps is {eps!r}; it should be a small positive number")
+    check_layers(source, "num_hidden_layers", L, shapes, "encoder.blocks.")
+    dd = f"hidden_size={d}"
+    want = {"encoder.word_embed.weight": ((V, d), f"vocab_size={V}, {dd}"),
+            "encoder.pos_embed.weight": ((P, d), f"max_position_embeddings={P}, {dd}"),
+            "encoder.ln_embed.weight": ((d,), dd)}
+    if n_types:
+        want["encoder.type_embed.weight"] = ((n_types, d), f"type_vocab_size={n_types}, {dd}")
+    for i in range(L):  # L is at most the layers the file holds (checked above)
+        b = f"encoder.blocks.{i}."
+        want.update({b + f"self_attn.W_{x}.weight": ((d, d), dd) for x in "QKVO"})
+        want[b + "ffn.W_in.weight"] = ((ff, d), f"intermediate_size={ff}, {dd}")
+        want[b + "ffn.W_out.weight"] = ((d, ff), f"{dd}, intermediate_size={ff}")
+    check_shapes(source, shapes, want)
 
 
 def load_bert(folder: str | Path, name: str | None = None, description: str = "") -> Bert:
@@ -225,7 +269,12 @@ def load_bert(folder: str | Path, name: str | None = None, description: str = ""
         raise WeightsError(f"{folder} lacks {', '.join(missing)}: a BERT checkpoint folder needs "
                            f"config.json, model.safetensors and tokenizer.json{hint}")
     cfg = read_config(folder)
+    check_sizes(cfg, read_shapes(folder / "model.safetensors"), f"{folder.name}/config.json")
     tok = read_tokenizer(folder, cfg)
+    if tok.vocab_size > cfg.vocab_size:  # a token id past the embedding would fail mid-run
+        raise WeightsError(f"{folder.name}: tokenizer.json has {tok.vocab_size} tokens, but "
+                           f"config.json's vocab_size is {cfg.vocab_size}; it should be at least "
+                           f"{tok.vocab_size}")
     state = read_weights(folder / "model.safetensors")
     with torch.device("meta"):  # no random init: the weights come next
         m = Bert(cfg, tok, name=name or folder.name, description=description or f"BERT {folder.name}")

@@ -8,14 +8,16 @@
 The attention is the project's one ``Attention``: causal ∧ padding mask, −inf where masked.
 Tensors are dequantized with ``gguf``; llama.cpp's converter interleaves the rows of W_Q and W_K
 for its rotary layout, which ``unpermute`` undoes so that ``apply_rotary``'s rotate-half layout
-(the one the checkpoint was trained with) applies. The first load writes a float32 safetensors
-conversion (with the tokenizer and config in its metadata); later loads read only that file.
+(the one the checkpoint was trained with) applies. Every size the file claims is checked against
+its tensors before anything is built. The first load writes a float32 safetensors conversion
+(with the tokenizer, config and a checksum in its metadata); later loads read only that file
+(model/float_cache.py: verified, written once under a lock, never left half-written).
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+import logging
+import math
 import warnings
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -24,15 +26,20 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import float_cache
 from .attention import Attention, KVCache, causal_mask
 from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
+from .checks import (MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, check_layers,
+                     check_shapes, need_divides, need_int)
+from .errors import WeightsError
+from .float_cache import check_stop, converted_path
 from .hooks import Cache, HookPoint
 from .positional import rotary_tables
-from .registry import WeightsError
 from .tokenizer import TextTokenizer
 
 CONVERTED_FORMAT = "attention-explorer-llama"
 CONVERTED_VERSION = "1"  # bump when the conversion or the tokenizer building changes
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -245,6 +252,8 @@ class Llama(HookedModel):
 
 
 # --- reading a GGUF ----------------------------------------------------------------------
+GGUF_TOP_NAMES = {"token_embd.weight": "decoder.embed.weight", "output_norm.weight": "decoder.norm.weight",
+                  "output.weight": "lm_head.weight"}
 GGUF_NAMES = {  # GGUF tensor name (after "blk.{i}.") -> ours (after "decoder.blocks.{i}.")
     "attn_norm.weight": "ln1.weight",
     "attn_q.weight": "self_attn.W_Q.weight",
@@ -273,8 +282,59 @@ def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     return w.view(n_heads, hs // 2, 2, d_in).transpose(1, 2).reshape(out, d_in)  # (nh*hs, d)
 
 
+def _gguf_name_to_ours(name: str) -> str | None:
+    """A GGUF tensor name -> ours (None for tensors we do not use)."""
+    if name in GGUF_TOP_NAMES:
+        return GGUF_TOP_NAMES[name]
+    blk, i, rest = (name.split(".", 2) + ["", ""])[:3]
+    if blk == "blk" and i.isdigit() and rest in GGUF_NAMES:
+        return f"decoder.blocks.{int(i)}.{GGUF_NAMES[rest]}"
+    return None
+
+
+def check_sizes(cfg: LlamaConfig, shapes: dict[str, tuple[int, ...]], source: str) -> None:
+    """Every size the file claims, against sane bounds and the tensors it holds (our names)."""
+    L = need_int(source, "llama.block_count", cfg.n_layers, 1, MAX_LAYERS)
+    H = need_int(source, "llama.attention.head_count", cfg.n_heads, 1, MAX_HEADS)
+    KV = need_int(source, "llama.attention.head_count_kv", cfg.n_kv_heads, 1, H)
+    need_divides(source, "llama.attention.head_count_kv", KV, "llama.attention.head_count", H)
+    d = need_int(source, "llama.embedding_length", cfg.d_model, 1, MAX_WIDTH)
+    hs = need_int(source, "llama.attention.key_length", cfg.d_head, 2, MAX_WIDTH)
+    if hs % 2:
+        raise WeightsError(f"{source}: llama.attention.key_length is {hs}; rotary positions need "
+                           f"an even head width")
+    ff = need_int(source, "llama.feed_forward_length", cfg.d_ff, 1, MAX_FF)
+    V = need_int(source, "the vocabulary size (tokenizer.ggml.tokens)", cfg.vocab_size, 1, MAX_VOCAB)
+    need_int(source, "llama.context_length", cfg.max_len, 1, MAX_POSITIONS)
+    for field, value in (("llama.rope.freq_base", cfg.rope_base),
+                         ("llama.attention.layer_norm_rms_epsilon", cfg.norm_eps)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+            raise WeightsError(f"{source}: {field} is {value!r}; it should be a positive number")
+    check_layers(source, "llama.block_count", L, shapes, "decoder.blocks.")
+    dd, q, kv = f"embedding_length={d}", f"head_count={H} × key_length={hs}", f"head_count_kv={KV} × key_length={hs}"
+    want = {"decoder.embed.weight": ((V, d), f"{V} tokens, {dd}"), "decoder.norm.weight": ((d,), dd)}
+    if not cfg.tied:
+        want["lm_head.weight"] = ((V, d), f"{V} tokens, {dd}")
+    for i in range(L):  # L is the number of layers the file holds (checked above)
+        b = f"decoder.blocks.{i}."
+        want.update({
+            b + "ln1.weight": ((d,), dd), b + "ln2.weight": ((d,), dd),
+            b + "self_attn.W_Q.weight": ((H * hs, d), f"{q}, {dd}"),
+            b + "self_attn.W_K.weight": ((KV * hs, d), f"{kv}, {dd}"),
+            b + "self_attn.W_V.weight": ((KV * hs, d), f"{kv}, {dd}"),
+            b + "self_attn.W_O.weight": ((d, H * hs), f"{dd}, {q}"),
+            b + "mlp.W_gate.weight": ((ff, d), f"feed_forward_length={ff}, {dd}"),
+            b + "mlp.W_up.weight": ((ff, d), f"feed_forward_length={ff}, {dd}"),
+            b + "mlp.W_down.weight": ((d, ff), f"{dd}, feed_forward_length={ff}"),
+        })
+    check_shapes(source, shapes, want)
+
+
 def read_gguf(path: Path) -> tuple[LlamaConfig, dict, dict[str, torch.Tensor]]:
-    """Parse and dequantize a llama GGUF: (config, tokenizer metadata, our state dict)."""
+    """Parse and dequantize a llama GGUF: (config, tokenizer metadata, our state dict).
+
+    Every size the file claims is checked against its tensors before anything is dequantized.
+    """
     import gguf
 
     reader = gguf.GGUFReader(str(path))
@@ -293,96 +353,53 @@ def read_gguf(path: Path) -> tuple[LlamaConfig, dict, dict[str, torch.Tensor]]:
     tensors = {t.name: t for t in reader.tensors}
     if "rope_freqs.weight" in tensors:
         raise WeightsError(f"{path.name}: per-frequency rope factors (rope_freqs) are not supported")
-    n_heads = int(key("attention.head_count"))
-    d_model = int(key("embedding_length"))
-    d_head = int(key("attention.key_length", d_model // n_heads))
-    if int(key("rope.dimension_count", d_head)) != d_head:
+    n_heads = need_int(path.name, "llama.attention.head_count", key("attention.head_count"), 1, MAX_HEADS)
+    d_model = need_int(path.name, "llama.embedding_length", key("embedding_length"), 1, MAX_WIDTH)
+    d_head = key("attention.key_length", d_model // n_heads)
+    if key("rope.dimension_count", d_head) != d_head:
         raise WeightsError(f"{path.name}: partial rotary dimensions are not supported")
-    cfg = LlamaConfig(
-        vocab_size=len(meta["tokenizer.ggml.tokens"]), d_model=d_model,
-        n_layers=int(key("block_count")), n_heads=n_heads,
-        n_kv_heads=int(key("attention.head_count_kv", n_heads)),
-        d_ff=int(key("feed_forward_length")), d_head=d_head,
-        rope_base=float(key("rope.freq_base", 10000.0)),
-        norm_eps=float(key("attention.layer_norm_rms_epsilon", 1e-5)),
-        max_len=int(key("context_length", 2048)), tied="output.weight" not in tensors,
+    if key("attention.value_length", d_head) != d_head:
+        raise WeightsError(f"{path.name}: value heads narrower or wider than key heads are not supported")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list):
+        raise WeightsError(f"{path.name}: the vocabulary (tokenizer.ggml.tokens) is missing")
+    cfg = LlamaConfig(  # as the file claims them: check_sizes comes next
+        vocab_size=len(tokens), d_model=d_model, n_layers=key("block_count"), n_heads=n_heads,
+        n_kv_heads=key("attention.head_count_kv", n_heads), d_ff=key("feed_forward_length"),
+        d_head=d_head, rope_base=key("rope.freq_base", 10000.0),
+        norm_eps=key("attention.layer_norm_rms_epsilon", 1e-5),
+        max_len=key("context_length", 2048), tied="output.weight" not in tensors,
     )
-    names = {"token_embd.weight": "decoder.embed.weight", "output_norm.weight": "decoder.norm.weight",
-             "output.weight": "lm_head.weight"}
-    for i in range(cfg.n_layers):
-        names.update({f"blk.{i}.{g}": f"decoder.blocks.{i}.{o}" for g, o in GGUF_NAMES.items()})
-    state = {}
-    for name, t in tensors.items():
-        if name not in names:
+    names = {}
+    for name in tensors:
+        ours = _gguf_name_to_ours(name)
+        if ours is None:
             warnings.warn(f"{path.name}: ignoring tensor {name}", stacklevel=2)
-            continue
-        a = gguf.quants.dequantize(t.data, t.tensor_type)  # numpy, (out, in) like torch
-        w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"]))
-        if name.endswith("attn_q.weight"):
-            w = unpermute(w, cfg.n_heads)
-        elif name.endswith("attn_k.weight"):
-            w = unpermute(w, cfg.n_kv_heads)
-        state[names[name]] = w.contiguous()
+        else:
+            names[name] = ours
+    shapes = {ours: tuple(int(n) for n in reversed(tensors[name].shape.tolist()))  # GGUF: (in, out)
+              for name, ours in names.items()}
+    check_sizes(cfg, shapes, path.name)
+    state = {}
+    with float_cache.converting():  # torch from here on: at exit, stop between two tensors
+        for name, ours in names.items():
+            check_stop()
+            t = tensors[name]
+            a = gguf.quants.dequantize(t.data, t.tensor_type)  # numpy, (out, in) like torch
+            w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"]))
+            if name.endswith("attn_q.weight"):
+                w = unpermute(w, cfg.n_heads)
+            elif name.endswith("attn_k.weight"):
+                w = unpermute(w, cfg.n_kv_heads)
+            state[ours] = w.contiguous()
     return cfg, {k: v for k, v in meta.items() if k.startswith("tokenizer.")}, state
 
 
-# --- the float cache -----------------------------------------------------------------------
-def converted_path(gguf_path: Path) -> Path:
-    """Where the float32 conversion of ``gguf_path`` lives.
-
-    Next to the GGUF when it sits in the cache folder (the fetched SmolLM2); otherwise in
-    ``<cache>/converted/``, so that a user's model folder is never written to.
-    """
-    from .fetch import cache_dir
-
-    gguf_path = gguf_path.resolve()
-    root = cache_dir().resolve()
-    if root in gguf_path.parents:
-        return gguf_path.with_name(gguf_path.name + ".f32.safetensors")
-    tag = hashlib.sha1(str(gguf_path).encode()).hexdigest()[:12]
-    return root / "converted" / f"{gguf_path.stem}-{tag}.f32.safetensors"
-
-
+# --- the float cache (model/float_cache.py) ----------------------------------------------------
 def _stamp(gguf_path: Path) -> dict[str, str]:
     st = gguf_path.stat()
-    return {"gguf_size": str(st.st_size), "gguf_mtime_ns": str(st.st_mtime_ns)}
-
-
-def _read_converted(path: Path, gguf_path: Path):
-    """(config, tokenizer json, pad/bos/eos, state) from a valid conversion, else None."""
-    from safetensors import safe_open
-
-    if not path.is_file():
-        return None
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            if (meta.get("format") != CONVERTED_FORMAT or meta.get("version") != CONVERTED_VERSION
-                    or any(meta.get(k) != v for k, v in _stamp(gguf_path).items())):
-                return None
-            state = {k: f.get_tensor(k) for k in f.keys()}
-        return (LlamaConfig.from_dict(json.loads(meta["config"])), meta["tokenizer"],
-                json.loads(meta["specials"]), state)
-    except Exception as e:  # a truncated or foreign file: convert again
-        warnings.warn(f"ignoring unreadable conversion {path} ({e}); converting again", stacklevel=2)
-        return None
-
-
-def _write_converted(path: Path, gguf_path: Path, cfg: LlamaConfig, tok_json: str,
-                     specials: dict, state: dict[str, torch.Tensor]) -> None:
-    from safetensors.torch import save_file
-
-    meta = {"format": CONVERTED_FORMAT, "version": CONVERTED_VERSION, "source": str(gguf_path),
-            "config": json.dumps(asdict(cfg)), "tokenizer": tok_json,
-            "specials": json.dumps(specials), **_stamp(gguf_path)}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        save_file(state, str(tmp), metadata=meta)
-        os.replace(tmp, path)
-    except OSError as e:
-        warnings.warn(f"could not write the float cache {path} ({e}); the next load converts "
-                      f"the GGUF again", stacklevel=2)
+    return {"format": CONVERTED_FORMAT, "version": CONVERTED_VERSION, "gguf_size": str(st.st_size),
+            "gguf_mtime_ns": str(st.st_mtime_ns)}
 
 
 def _check_magic(path: Path) -> None:
@@ -393,36 +410,80 @@ def _check_magic(path: Path) -> None:
             raise WeightsError(f"{path.name} is not a GGUF file (no GGUF magic bytes)")
 
 
-def load_gguf(path: str | Path, name: str | None = None, description: str = "") -> Llama:
-    """Load a llama-family GGUF, through (or creating) its float32 safetensors conversion."""
-    from tokenizers import Tokenizer
-
-    from .gguf_tokenizer import special_token, tokenizer_from_gguf
-
-    path = Path(path)
-    _check_magic(path)
-    conv = converted_path(path)
-    cached = _read_converted(conv, path)
-    if cached is not None:
-        cfg, tok_json, specials, state = cached
-        tok = Tokenizer.from_str(tok_json)
-    else:
-        try:
-            cfg, tok_meta, state = read_gguf(path)
-            tok = tokenizer_from_gguf(tok_meta)
-        except WeightsError:
-            raise
-        except Exception as e:  # the reader raises plain errors on truncated/corrupt files
-            raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: "
-                               f"{e}); it may be truncated or corrupt") from None
-        specials = {k: special_token(tok_meta, k) for k in ("padding", "bos", "eos")}
-        _write_converted(conv, path, cfg, tok.to_str(), specials, state)
+def _build(cfg: LlamaConfig, tok, specials: dict, state: dict[str, torch.Tensor], source: str,
+           name: str, description: str) -> Llama:
     pad = specials["padding"] or specials["eos"]
     tt = TextTokenizer(tok, pad=pad, bos=specials["bos"], eos=specials["eos"])
     with torch.device("meta"):  # no random init: the weights come next
-        m = Llama(cfg, tt, name=name or path.stem, description=description or f"Llama GGUF {path.name}")
+        m = Llama(cfg, tt, name=name, description=description)
     try:
         m.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as e:
-        raise WeightsError(f"{path.name} does not match the llama architecture: {e}") from None
+        raise WeightsError(f"{source} does not match the llama architecture: {e}") from None
     return m.eval()
+
+
+def _from_cache(conv: Path, path: Path, name: str, description: str) -> Llama | None:
+    """The model from an intact, current float cache; None to convert again."""
+    from tokenizers import Tokenizer
+
+    found = float_cache.read(conv, _stamp(path))
+    if found is None:
+        return None
+    meta, state = found
+    try:
+        cfg = LlamaConfig.from_dict(json.loads(meta["config"]))
+        check_sizes(cfg, {k: tuple(v.shape) for k, v in state.items()}, conv.name)
+        return _build(cfg, Tokenizer.from_str(meta["tokenizer"]), json.loads(meta["specials"]),
+                      state, conv.name, name, description)
+    except Exception as e:  # written by us, checksum intact: only a bug or a foreign writer gets here
+        warnings.warn(f"ignoring the float cache {conv.name} ({type(e).__name__}: {str(e)[:200]}); "
+                      f"converting the GGUF again", stacklevel=3)
+        return None
+
+
+def _convert(path: Path, conv: Path, name: str, description: str) -> Llama:
+    """Read and check the GGUF, build the model, then (only then) write the float cache."""
+    from .gguf_tokenizer import special_token, tokenizer_from_gguf
+
+    log.info("converting %s to float32 (once; later loads read %s)", path.name, conv.name)
+    try:
+        cfg, tok_meta, state = read_gguf(path)
+        tok = tokenizer_from_gguf(tok_meta)
+        specials = {k: special_token(tok_meta, k) for k in ("padding", "bos", "eos")}
+    except WeightsError:
+        raise
+    except Exception as e:  # the reader raises plain errors on truncated/corrupt files
+        raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: "
+                           f"{e}); it may be truncated or corrupt") from None
+    meta = {**_stamp(path), "source": str(path), "config": json.dumps(asdict(cfg)),
+            "tokenizer": tok.to_str(), "specials": json.dumps(specials)}
+    with float_cache.converting():  # at exit: the write stops between chunks, cleans up
+        m = _build(cfg, tok, specials, state, path.name, name, description)
+        float_cache.write(conv, state, meta)
+    return m
+
+
+def load_gguf(path: str | Path, name: str | None = None, description: str = "") -> Llama:
+    """Load a llama-family GGUF, through (or creating) its float32 safetensors conversion.
+
+    Concurrent first loads (threads or processes) convert once: the others wait for the lock,
+    then read what the first one wrote.
+    """
+    path = Path(path)
+    _check_magic(path)
+    name, description = name or path.stem, description or f"Llama GGUF {path.name}"
+    conv = converted_path(path)
+    seen = float_cache.identity(conv)
+    m = _from_cache(conv, path, name, description)
+    if m is not None:
+        float_cache.tidy(conv, path)
+        return m
+    with float_cache.conversion_lock(path) as locked:
+        if locked and float_cache.identity(conv) not in (None, seen):  # written while we waited
+            m = _from_cache(conv, path, name, description)
+            if m is not None:
+                return m
+        if locked:
+            float_cache.remove_stale_temporaries(conv)
+        return _convert(path, conv, name, description)

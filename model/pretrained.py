@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import fetch
 from .base import HookedModel
-from .registry import WeightsError
+from .bert import load_bert
+from .errors import WeightsError
+from .llama import load_gguf
 
 DESCRIPTIONS = {
     "minilm": "all-MiniLM-L6-v2: a 6-layer BERT encoder (sentence embeddings)",
@@ -22,6 +23,10 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def load_named(name: str) -> HookedModel:
+    # not at the top: `python -m model.fetch` imports this package first, and runpy warns when
+    # model.fetch is already imported by then
+    from . import fetch
+
     if name not in fetch.SOURCES:
         raise WeightsError(f"unknown pretrained model {name!r}; choose from {', '.join(fetch.SOURCES)}")
     folder = fetch.model_dir(name)
@@ -30,11 +35,7 @@ def load_named(name: str) -> HookedModel:
                            f"run `{fetch.fetch_command(name)}` (set {fetch.ENV_VAR} to use "
                            f"another cache folder)")
     if name == "minilm":
-        from .bert import load_bert
-
         return load_bert(folder, name=name, description=DESCRIPTIONS[name])
-    from .llama import load_gguf
-
     return load_gguf(folder / GGUF_FILE, name=name, description=DESCRIPTIONS[name])
 
 
@@ -42,12 +43,8 @@ def load_path(path: str | Path) -> HookedModel:
     """A folder -> BERT; a .gguf file -> Llama; anything else -> WeightsError."""
     path = Path(path).expanduser()
     if path.is_dir():
-        from .bert import load_bert
-
         return load_bert(path)
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from .llama import load_gguf
-
         return load_gguf(path)
     if not path.exists():
         raise WeightsError(f"no such file or folder: {path}")

@@ -1,109 +1,70 @@
-"""``model.load(name_or_path, ...)``: one entry point for every model the project knows."""
+"""``model.load(name_or_path, ...)``: one entry point for every model the project knows.
+
+``LOADERS`` is the table: a name -> the function that loads it (called with the name). A local
+path goes to the loader its form asks for: a seed ``.safetensors`` file, a BERT folder or a
+``.gguf`` file.
+"""
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from .base import HookedModel
+from .errors import WeightsError
+from .pretrained import load_named, load_path
+from .seed_weights import ASSETS, SEED_TOKENIZER, load_seed_file, random_seed_model
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+__all__ = ["LOADERS", "SEED_WEIGHTS", "FETCHED", "WeightsError", "available", "load",
+           "load_seed_file", "random_seed_model", "ASSETS", "SEED_TOKENIZER"]
 
-# name -> (description, how it loads)
-SEED_WEIGHTS = {
+SEED_WEIGHTS = {  # the shipped seed weights (read at load time, so a test may point one elsewhere)
     "seed": ASSETS / "seed-reverse.safetensors",
     "seed-sort": ASSETS / "seed-sort.safetensors",
 }
-SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
-FETCHED = ("minilm", "smollm2")
 
 
-class WeightsError(RuntimeError):
-    """A weight file is missing, unreadable or does not match its architecture."""
+def load_shipped_seed(name: str) -> HookedModel:
+    return load_seed_file(SEED_WEIGHTS[name], name=name)
+
+
+LOADERS: dict[str, Callable[[str], HookedModel]] = {
+    "seed": load_shipped_seed,
+    "seed-sort": load_shipped_seed,
+    "minilm": load_named,  # fetched by `python -m model.fetch minilm`
+    "smollm2": load_named,  # fetched by `python -m model.fetch smollm2`
+}
+FETCHED = tuple(name for name, loader in LOADERS.items() if loader is load_named)
 
 
 def available() -> list[str]:
     """Names that ``load`` accepts (local paths aside)."""
-    return [*SEED_WEIGHTS, *FETCHED]
+    return list(LOADERS)
 
 
-def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
-    from safetensors import SafetensorError, safe_open
-
-    from .seed import SeedConfig, SeedTransformer
-    from .tokenizer import char_tokenizer
-
-    path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"weight file not found: {path}. Reinstall the project or retrain with "
-                           f"`python -m model.train reverse`.")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(f"{path.name} is not a readable safetensors file ({e}); "
-                           f"it may be truncated or corrupt") from None
-    if meta.get("format") != "attention-explorer-seed":
-        raise WeightsError(f"{path.name} is not a seed Transformer checkpoint (for a BERT "
-                           f"checkpoint, give its folder: config.json + model.safetensors + "
-                           f"tokenizer.json)")
-    tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
-    try:  # the configuration is checked against the tensors on the meta device (no memory) first
-        cfg = SeedConfig.from_dict(json.loads(meta.get("config", "")))
-        with torch.device("meta"):
-            want = {k: tuple(v.shape) for k, v in SeedTransformer(cfg, tok, name=name).state_dict().items()}
-    except (ValueError, TypeError, AttributeError) as e:
-        raise WeightsError(f"{path.name} has an unusable seed configuration ({type(e).__name__}: "
-                           f"{str(e)[:200]}); retrain with `python -m model.train reverse`") from None
-    got = {k: tuple(v.shape) for k, v in tensors.items()}
-    missing, unexpected = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
-    wrong = [f"{k} {got[k]} != {want[k]}" for k in sorted(want.keys() & got.keys()) if got[k] != want[k]]
-    if missing or unexpected or wrong:
-        raise WeightsError(f"{path.name} does not match the seed architecture "
-                           f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
-    m = SeedTransformer(cfg, tok, name=name)
-    m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
-    return m.eval()
-
-
-def random_seed_model(**overrides) -> HookedModel:
-    """An untrained seed Transformer with user-chosen shape (seeded, so reproducible)."""
-    from .seed import SeedConfig, SeedTransformer
-
-    cfg = SeedConfig.from_dict({**overrides, "task": "untrained"})
-    unknown = set(overrides) - set(SeedConfig.__dataclass_fields__)
-    if unknown:
-        raise TypeError(f"unknown settings for the seed model: {sorted(unknown)}")
-    torch.manual_seed(cfg.seed)
-    return SeedTransformer(cfg, name="seed (untrained)").eval()
-
-
-def load(name_or_path: str | Path = "seed", *, random: bool = False, **overrides) -> HookedModel:
+def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens: int | None = None,
+         **overrides) -> HookedModel:
     """Load a model by name ("seed", "seed-sort", "minilm", "smollm2") or local path.
 
     ``random=True`` builds an untrained seed Transformer; ``overrides`` set its shape
     (d_model, n_heads, n_layers, n_decoder_layers, d_ff, pe_base, seed, ...).
+    ``max_tokens``: the most tokens one sentence may have in a run (``m.info.max_tokens``);
+    default $ATTENTION_EXPLORER_MAX_TOKENS (capped at the model's positions), else 512 or the
+    model's positions if fewer. Longer sentences raise ``model.InputTooLong``, or are cut with
+    ``run_with_cache(..., truncate=True)``.
     """
     key = str(name_or_path)
     if random:
         if key not in SEED_WEIGHTS:
             raise ValueError("random=True is available for the seed Transformer only")
-        return random_seed_model(**overrides)
-    if overrides:
-        raise TypeError("settings other than random=True apply to untrained models only")
-    if key in SEED_WEIGHTS:
-        return load_seed_file(SEED_WEIGHTS[key], name=key)
-    if key in FETCHED:
-        from . import pretrained
-
-        return pretrained.load_named(key)
-    path = Path(key).expanduser()
-    if path.exists():
-        from . import pretrained
-
-        if path.suffix == ".safetensors":
-            return load_seed_file(path, name=path.stem)
-        return pretrained.load_path(path)
-    raise WeightsError(f"unknown model {key!r}: use one of {', '.join(available())} or a local path")
+        m = random_seed_model(**overrides)
+    elif overrides:
+        raise TypeError("settings other than random=True and max_tokens apply to untrained models only")
+    elif key in LOADERS:
+        m = LOADERS[key](key)
+    else:
+        path = Path(key).expanduser()
+        if not path.exists():
+            raise WeightsError(f"unknown model {key!r}: use one of {', '.join(available())} or a local path")
+        m = load_seed_file(path, name=path.stem) if path.suffix == ".safetensors" else load_path(path)
+    m.set_max_tokens(max_tokens)
+    return m

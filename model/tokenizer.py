@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,14 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, pr
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 PRINTABLE_ASCII = [chr(c) for c in range(0x20, 0x7F)]
 HANGUL_SYLLABLES = [chr(c) for c in range(0xAC00, 0xD7A4)]
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Text the tokenizer can take: every surrogate code point (a lone one from a broken
+    encoding, or half of a pair that was never joined) becomes U+FFFD, one character for one,
+    so character offsets into the original text stay right."""
+    return SURROGATE.sub("\ufffd", text) if SURROGATE.search(text) else text
 
 
 def char_vocab() -> list[str]:
@@ -71,7 +80,7 @@ class TextTokenizer:
         return self.tok.get_vocab_size()
 
     def encode(self, texts: list[str], add_special_tokens: bool = True) -> list[Encoded]:
-        encs = self.tok.encode_batch(list(texts), add_special_tokens=add_special_tokens)
+        encs = self.tok.encode_batch([clean_text(t) for t in texts], add_special_tokens=add_special_tokens)
         return [Encoded(list(e.ids), list(e.tokens), [tuple(o) for o in e.offsets]) for e in encs]
 
     def id_to_token(self, i: int) -> str:

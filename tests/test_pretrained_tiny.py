@@ -347,9 +347,13 @@ def test_bert_matches_independent_reference(bert_dir):
 
 def test_bert_truncates_keeping_sep(bert_dir):
     m = model.load(bert_dir)
-    out, cache = m.run_with_cache(["the cat " * 30])
-    assert out.truncated == [True] and len(cache.token_ids[0]) == 20
+    assert m.info.max_tokens == 20  # its positions: fewer than the default 512
+    with pytest.raises(model.InputTooLong, match="62 tokens.*at most 20"):
+        m.run_with_cache(["the cat " * 30])
+    out, cache = m.run_with_cache(["the cat " * 30, "a dog"], truncate=True)
+    assert out.truncated == [True, False] and len(cache.token_ids[0]) == 20
     assert cache.tokens[0][0] == "[CLS]" and cache.tokens[0][-1] == "[SEP]"
+    assert cache.texts[0] == ("the cat " * 9).strip()  # cut at a token boundary: 18 words
 
 
 # --- Llama specifics -------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""What text may enter a run: the token limit per sentence, and the memory a run may take.
+
+Every entry point that runs text goes through ``HookedModel.prepare_texts`` (this module's
+``prepare``) and then ``HookedModel.check_memory``: ``run``, ``run_with_cache``, and the
+exporter or a future ``generate_with_cache`` by calling the same two methods.
+
+    limit: info.max_tokens   = model.load(..., max_tokens=N), else $ATTENTION_EXPLORER_MAX_TOKENS
+                               (capped at the model's positions), else 512 (or fewer positions)
+    over the limit           -> InputTooLong (names the sentence, its tokens, the limit), or with
+                                truncate=True the sentence is cut at a token boundary and marked
+    lone surrogates          -> U+FFFD (the tokenizer cannot take them)
+    memory (model/memory.py) -> RunTooLarge before the run, when its estimate exceeds the budget
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import memory
+from .errors import InputTooLong, RunTooLarge
+from .tokenizer import Encoded, TextTokenizer, clean_text
+
+DEFAULT_MAX_TOKENS = 512  # tokens per sentence in a run, unless the model has fewer positions
+MAX_TOKENS_ENV = "ATTENTION_EXPLORER_MAX_TOKENS"
+
+
+@dataclass
+class Prepared:
+    """Sentences ready for a run: tokenizable, within the token limit."""
+
+    texts: list[str]
+    truncated: list[bool]  # cut to the limit (only with truncate=True)
+    n_tokens: list[int]  # tokens per sentence, specials included (after any cut)
+
+    @property
+    def longest(self) -> int:
+        return max(self.n_tokens)
+
+
+def check_texts(texts: str | Iterable[str]) -> list[str]:
+    """A list of strings, at least one, with lone surrogates replaced (U+FFFD)."""
+    if isinstance(texts, str):
+        texts = [texts]
+    texts = list(texts)
+    if not texts:
+        raise ValueError("give at least one sentence")
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("sentences must be strings")
+    return [clean_text(t) for t in texts]
+
+
+def token_limit(info, n: int | None = None) -> int | None:
+    """The limit to set on a model described by ``info``: ``n``; else the environment's (capped
+    at the model's positions); None to keep the model's default."""
+    if n is None:
+        raw = os.environ.get(MAX_TOKENS_ENV, "").strip()
+        if not raw:
+            return None
+        try:
+            n = min(int(raw), info.max_len)
+        except ValueError:
+            raise ValueError(f"{MAX_TOKENS_ENV}={raw!r} is not a whole number of tokens") from None
+        source = MAX_TOKENS_ENV
+    else:
+        source = "max_tokens"
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= info.max_len:
+        raise ValueError(f"{source}={n!r}: {info.name} takes 1 to {info.max_len} tokens per "
+                         f"sentence (its positions)")
+    return n
+
+
+def prepare(texts: str | Iterable[str], tokenizer: TextTokenizer, info, *, truncate: bool = False) -> Prepared:
+    """Check sentences against ``info.max_tokens``; see ``HookedModel.prepare_texts``."""
+    texts = check_texts(texts)
+    limit = info.max_tokens
+    out = Prepared([], [], [])
+    for i, (text, enc) in enumerate(zip(texts, tokenizer.encode(texts))):
+        n, cut = len(enc.ids), False
+        if n > limit:
+            if not truncate:
+                shown = text if len(text) <= 40 else text[:40] + "…"
+                raise InputTooLong(
+                    f"sentence {i} ({shown!r}) has {n} tokens; {info.name} takes at most {limit} "
+                    f"per sentence. Shorten or split it, pass truncate=True to cut it, or load the "
+                    f"model with max_tokens=N (or set {MAX_TOKENS_ENV}; at most {info.max_len})",
+                    index=i, n_tokens=n, limit=limit)
+            text, n = cut_to_limit(text, enc, tokenizer, limit)
+            cut = True
+        out.texts.append(text)
+        out.truncated.append(cut)
+        out.n_tokens.append(n)
+    return out
+
+
+def cut_to_limit(text: str, enc: Encoded, tokenizer: TextTokenizer, limit: int) -> tuple[str, int]:
+    """The longest prefix of ``text`` that ends at a token boundary and has at most ``limit``
+    tokens (specials included), and its token count."""
+    n = len(enc.ids)
+    for keep in range(limit, -1, -1):
+        ends = [b for (_, b) in enc.offsets[:keep] if b > 0]
+        cut = text[: max(ends)] if ends else ""
+        n = len(tokenizer.encode([cut])[0].ids)
+        if n <= limit:
+            return cut, n
+    raise InputTooLong(f"even an empty sentence has {n} tokens, more than the limit of {limit}",
+                       index=0, n_tokens=n, limit=limit)
+
+
+def check_memory(info, n_sentences: int, n_tokens: int, names: Iterable[str] = ()) -> int:
+    """The estimate in bytes; ``RunTooLarge`` if it exceeds the budget (model/memory.py)."""
+    names = list(names)
+    need = memory.estimate(info, n_sentences, n_tokens, names)
+    allowed = memory.budget()
+    if allowed is not None and need > allowed:
+        kept = f", keeping {len(names)} hook tensor(s)" if names else ""
+        raise RunTooLarge(
+            f"this run would need about {memory.shown(need)} ({n_sentences} sentence(s) of up to "
+            f"{n_tokens} tokens through {info.name}{kept}) but may take {memory.shown(allowed)}. "
+            f"Run fewer or shorter sentences, ask for fewer hook names, or set {memory.BUDGET_ENV} "
+            f"(megabytes)", estimate=need, budget=allowed)
+    return need

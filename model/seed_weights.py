@@ -1,0 +1,65 @@
+"""The seed Transformer from its safetensors file (the shipped weights or a user's), or untrained.
+
+    load_seed_file("assets/seed-reverse.safetensors", name="seed")
+    random_seed_model(d_model=64, n_heads=2)     # untrained, any shape, seeded
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+
+from .base import HookedModel
+from .errors import WeightsError
+from .seed import SeedConfig, SeedTransformer
+from .tokenizer import char_tokenizer
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
+
+
+def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"weight file not found: {path}. Reinstall the project or retrain with "
+                           f"`python -m model.train reverse`.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise WeightsError(f"{path.name} is not a readable safetensors file ({e}); "
+                           f"it may be truncated or corrupt") from None
+    if meta.get("format") != "attention-explorer-seed":
+        raise WeightsError(f"{path.name} is not a seed Transformer checkpoint (for a BERT "
+                           f"checkpoint, give its folder: config.json + model.safetensors + "
+                           f"tokenizer.json)")
+    tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
+    try:  # the configuration is checked against the tensors on the meta device (no memory) first
+        cfg = SeedConfig.from_dict(json.loads(meta.get("config", "")))
+        with torch.device("meta"):
+            want = {k: tuple(v.shape) for k, v in SeedTransformer(cfg, tok, name=name).state_dict().items()}
+    except (ValueError, TypeError, AttributeError) as e:
+        raise WeightsError(f"{path.name} has an unusable seed configuration ({type(e).__name__}: "
+                           f"{str(e)[:200]}); retrain with `python -m model.train reverse`") from None
+    got = {k: tuple(v.shape) for k, v in tensors.items()}
+    missing, unexpected = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
+    wrong = [f"{k} {got[k]} != {want[k]}" for k in sorted(want.keys() & got.keys()) if got[k] != want[k]]
+    if missing or unexpected or wrong:
+        raise WeightsError(f"{path.name} does not match the seed architecture "
+                           f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
+    m = SeedTransformer(cfg, tok, name=name)
+    m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+    return m.eval()
+
+
+def random_seed_model(**overrides) -> HookedModel:
+    """An untrained seed Transformer with user-chosen shape (seeded, so reproducible)."""
+    cfg = SeedConfig.from_dict({**overrides, "task": "untrained"})
+    unknown = set(overrides) - set(SeedConfig.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown settings for the seed model: {sorted(unknown)}")
+    torch.manual_seed(cfg.seed)
+    return SeedTransformer(cfg, name="seed (untrained)").eval()

@@ -545,3 +545,11 @@ def test_a_browser_killed_while_starting_is_started_again_and_reported_truthfull
     assert not isinstance(err.value, ex.ExportUnavailable)
     assert "stopped while starting" in str(err.value) and "install" not in str(err.value).lower()
     ex.shutdown()
+
+
+def test_cli_text_over_the_token_limit_exits_with_a_message_not_a_traceback(tmp_path):
+    r = run_cli("--model", "seed", "--text", "a" * 600, "--stages", "tokens", "--format", "csv",
+                "--out", str(tmp_path), "--quiet")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "601 tokens" in r.stderr and "at most 512" in r.stderr
+    assert not list(tmp_path.glob("*.csv"))

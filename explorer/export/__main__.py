@@ -156,6 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--edit: {e}")
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
         stages = [s for s in stages if views.applies(s, info)]
+    try:  # the model's token limit and memory gate, before anything runs (model/limits.py)
+        prep = m.prepare_texts(a.text)
+        m.check_memory(len(prep.texts), prep.longest, m.hook_names)
+    except (model.InputTooLong, model.RunTooLarge) as e:
+        parser.exit(2, f"{parser.prog}: error: --text: {e}\n")
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
     if "decoding" in stages and views.applies("decoding", info):  # the token-by-token trace it draws
         tr = trace_data(m, a.text[a.sentence], max_new_tokens=a.max_new_tokens)

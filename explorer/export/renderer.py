@@ -26,6 +26,8 @@ import plotly.graph_objects as go
 
 from explorer.views.theme import DEFAULT_THEME, get_theme
 
+from .frames import current_figure
+
 log = logging.getLogger("attention_explorer.export")
 
 try:
@@ -306,8 +308,6 @@ def figure_bytes(fig: go.Figure, fmt: str, *, scale: float = 2, width: int | Non
     if not scale or scale <= 0:
         raise ValueError("scale must be positive")
     if fig.frames:
-        from .animation import current_figure  # (animation renders its frames through this function)
-
         fig = current_figure(fig)
     w, h = export_size(fig, width=width, height=height)
     if fmt != "png":

@@ -51,6 +51,8 @@ def test_the_timeline_plays_and_scrubs_in_the_browser_without_a_rerun(server, br
     page.wait_for_function(f"() => JSON.parse(({STATE_JS})()).step >= 5", timeout=30_000)
     page.locator(".updatemenu-button").nth(1).click()  # ❚❚
     time.sleep(1.0)
+    page.wait_for_function(f"() => {{ const s = JSON.parse(({STATE_JS})()); return s.row === s.step - 0.5; }}",
+                           timeout=30_000)
     paused = state(page)
     assert paused["step"] >= 5 and paused["row"] == paused["step"] - 0.5  # the outline follows the step
     time.sleep(1.5)
@@ -60,7 +62,9 @@ def test_the_timeline_plays_and_scrubs_in_the_browser_without_a_rerun(server, br
     # the slider: a click near its end jumps there, in the browser
     rail = page.locator(".slider-rail-rect").first.bounding_box()
     page.mouse.click(rail["x"] + rail["width"] * 0.98, rail["y"] + rail["height"] / 2)
-    page.wait_for_function(f"() => JSON.parse(({STATE_JS})()).step >= 23", timeout=30_000)
+    # the step changes first; the outline follows when the frame's transition ends: wait for both
+    page.wait_for_function(f"() => {{ const s = JSON.parse(({STATE_JS})()); "
+                           f"return s.step >= 23 && s.row === s.step - 0.5; }}", timeout=30_000)
     end = state(page)
     assert end["row"] == end["step"] - 0.5
     assert sent == [], f"the page sent {len(sent)} message(s) to the server while scrubbing"
@@ -72,7 +76,9 @@ def test_the_timeline_plays_and_scrubs_in_the_browser_without_a_rerun(server, br
     handle.focus()
     handle.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('step=3')", timeout=60_000)
-    page.wait_for_function(f"() => JSON.parse(({STATE_JS})()).step === 3", timeout=60_000)
+    # the rerun redraws the figure: wait until it is there again, at step 3
+    page.wait_for_function(f"() => {{ const s = ({STATE_JS})(); return s !== null && JSON.parse(s).step === 3; }}",
+                           timeout=60_000)
     assert len(sent) >= 1
     no_exception(page)
     page.close()

@@ -51,23 +51,35 @@ def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[s
 
 
 def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: str = "W_Q, W_K, W_V",
-                   labels: dict | None = None,
-                   names: Sequence[str] = ("W_Q", "W_K", "W_V")) -> tuple[go.Figure, pd.DataFrame]:
-    """The head's slices of the projections, each d_model × d_head (x · W orientation); the table
-    has one row per d_model dimension and the three matrices' columns side by side."""
+                   labels: dict | None = None, names: Sequence[str] = ("W_Q", "W_K", "W_V"),
+                   biases: Sequence[np.ndarray] | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """The head's slices of the projections, each d_model × d_head (x · W orientation); with
+    ``biases`` (b_Q, b_K, b_V of the head) each matrix gets its bias as a last row "b", so that
+    x · W + b on screen is the model's q. The table: one row per d_model dimension (then "b"), the
+    three matrices' columns side by side."""
     L = _lab(labels)
+    mats = [w_q, w_k, w_v]
+    if biases is not None:
+        mats = [np.vstack([m, np.asarray(b, dtype=m.dtype)[None, :]]) for m, b in zip(mats, biases)]
+    n = mats[0].shape[0]
+    rows = None if biases is None else [str(i) for i in range(n - 1)] + ["b"]
     g = Grid(cols=3, titles=_titles(names), hspace=0.08)
     traces = []
-    for c, m in enumerate((w_q, w_k, w_v)):
-        traces += heatmap(m, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c],
+    for c, m in enumerate(mats):
+        traces += heatmap(m, rows=rows, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c],
                           name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
-        x, y = token_axes(rows=None, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
+        x, y = token_axes(rows=rows, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
                           row_title=L["d_model"] if c == 0 else "", col_title=L["d_head"])
+        if rows is not None:  # the bias row is always labelled
+            vals = [v for v in y["tickvals"] if v < n - 2 - n // 40] + [n - 1]
+            y.update(tickvals=vals, ticktext=[rows[v] for v in vals])
         g.axes(0, c, x=x, y=y)
     fig = g.figure(traces, title=title, height=560,
-                   coloraxis=style.scores_axis(style.symmetric_range(w_q, w_k, w_v)))
-    df = pd.concat([pd.DataFrame(m, columns=[f"{n}:{i}" for i in range(m.shape[1])])
-                    for n, m in zip(names, (w_q, w_k, w_v))], axis=1)
+                   coloraxis=style.scores_axis(style.symmetric_range(*mats)))
+    df = pd.concat([pd.DataFrame(m, columns=[f"{nm}:{i}" for i in range(m.shape[1])])
+                    for nm, m in zip(names, mats)], axis=1)
+    if rows is not None:
+        df.index = pd.Index([*range(n - 1), "b"], dtype=object)
     df.index.name = L["d_model"]
     return fig, df
 
@@ -122,25 +134,30 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
                 n_real_keys: int, causal: bool, title: str = "masks",
                 labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """Padding mask, causal mask and their combination (what the model used), side by side; the
-    table names each cell's category.
+    table names each cell's category. A block without a causal mask (encoder self-attention,
+    cross-attention) has the padding mask only: one panel, what the model used.
 
     Colours (Okabe–Ito): light = allowed, orange = padding, blue = causal, vermillion = both.
+    Panel titles are short and on two lines, so that three panels side by side keep them apart
+    even on a phone.
     """
     L = _lab(labels)
     tq, tk = allowed.shape
     pad_only = np.where(np.arange(tk)[None, :] >= n_real_keys, 1, 0) * np.ones((tq, 1), dtype=int)
     cau_only = np.where(np.triu(np.ones((tq, tk), dtype=bool), k=1), 2, 0) if causal else np.zeros((tq, tk), int)
     combined = mask_categories(allowed, n_real_keys, causal)
-    names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]]
+    names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]] if causal else [L["mask_padding_only"]]
+    panels = (pad_only, cau_only, combined) if causal else (combined,)
     cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")])
-    g = Grid(cols=3, titles=_titles(names), hspace=0.06)
+    g = Grid(cols=len(panels), titles=[style.esc(n).replace("\n", "<br>") for n in names], hspace=0.06)
     ql = style.strings(style.token_labels(q_tokens))
     kl = style.strings(style.token_labels(k_tokens))
     traces = []
     small = max(tq, tk) <= style.CELL_TEXT_MAX
     lean = tq * tk > style.HOVER_CELLS_MAX  # big: int8 categories, the legend in the hover
     legend = " · ".join(f"{i} {n}" for i, n in enumerate(cat_names))
-    for c, cat in enumerate((pad_only, cau_only, combined)):
+    last = len(panels) - 1
+    for c, cat in enumerate(panels):
         if lean:
             custom = None
             hover = (f"{style.esc(L['query'])} %{{y}}<br>{style.esc(L['key'])} %{{x}}<br>"
@@ -153,9 +170,9 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
         cells = np.where(cat == 0, "✓", "×") if small else None
         traces.append(style.trace(
             "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
+            colorscale=_mask_scale(), showscale=c == last, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
-            customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
+            customdata=custom, name=style.esc(names[c].replace("\n", " ")), xaxis=g.x(0, c), yaxis=g.y(0, c),
             colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
             hovertemplate=hover,
         ))

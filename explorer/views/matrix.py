@@ -77,8 +77,8 @@ def heatmap(
     traces = [style.trace(
         "heatmap", z=shown, x=np.arange(c), y=np.arange(r), coloraxis=coloraxis, name=style.esc(name),
         customdata=custom, text=text, texttemplate="%{text}" if cell_text else None,
-        textfont=dict(size=9), hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
-        yaxis=yaxis,
+        hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
+        yaxis=yaxis,  # no textfont size: plotly fits the numbers to the cells (style.CELL_TEXT_CSS)
     )]
     if blocked is not None and not (cell_text and blocked_cell):  # the cell's "−∞" says it already
         marks = style.masked_markers(blocked, name=f"{name} ×", xaxis=xaxis, yaxis=yaxis)

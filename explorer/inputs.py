@@ -13,7 +13,7 @@ MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
 MODELS = ("seed", "seed-sort", "minilm", "smollm2")
-VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview")
+VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 

@@ -228,7 +228,7 @@ def test_bundle_files_decode(bundle, selection):
             assert png_size(data) == (2 * w, 2 * h), name
         elif name.endswith(".svg"):
             texts = svg_texts(data)
-            assert any("층 0" in t and "헤드 1" in t for t in texts), f"{name}: no caption"
+            assert any("레이어 0" in t and "헤드 1" in t for t in texts), f"{name}: no caption"
             if all(any(t == tok for t in texts) for tok in tokens):
                 found_tokens = True
         elif name.endswith(".pdf"):

@@ -25,6 +25,14 @@ except ImportError:  # no progress bar then
     tqdm = None
 
 
+# --preset NAME: options for the positional figures, and the on-demand stages it adds to "all"
+PRESETS = {
+    "tutorial002": {"options": {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
+                                "pe_bases": (100.0, 10000.0)},
+                    "stages": ("pe_tutorial",)},
+}
+
+
 def fetch_hint(name: str) -> str:
     if name in FETCHED:
         return f"fetch the weights with `python -m model.fetch {name}`"
@@ -61,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zip", action="store_true",
                    help="write one ZIP (all files + manifest.json) into --out instead")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="tutorial002: the positional figures with tutorial 002's settings (d_model 4, 10 "
+                        "positions, n = 100 vs 10000) and its worked example (stage pe_tutorial)")
     return p
 
 
@@ -120,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"so use 0..{info.n_heads - 1}")
 
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
-        stages = [s for s in stages if views.applies(s, info)]
+        stages = [s for s in stages if views.applies(s, info)
+                  and (not views.REGISTRY[s].on_demand or s in PRESETS.get(a.preset, {}).get("stages", ()))]
+    options = dict(PRESETS[a.preset]["options"]) if a.preset else {}
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
     sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
@@ -130,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = a.text[a.sentence]
     try:
         items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
-                            theme=a.theme, lang=a.lang)
+                            theme=a.theme, lang=a.lang, **options)
         bar = _progress_bar(a.quiet, total=sum(
             1 for it in items for f in formats if f != "csv" or it.df is not None))
         if a.zip:

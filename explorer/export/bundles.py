@@ -248,6 +248,11 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
         raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(order)}")
     if fig is None:
         fig, df = views.stage_figure(stage_id, cache, info, sel, lang=lang, **options)
+    shape = views.stage_words(stage_id, cache, info, sel, lang, **options)["shape"]
+    if shape:  # a slide states the shape of what it draws, as the page does
+        fig = go.Figure(fig)
+        old = fig.layout.title.subtitle.text if fig.layout.title.subtitle and fig.layout.title.subtitle.text else ""
+        fig.update_layout(title_subtitle_text=(old + "<br>" if old else "") + html.escape(shape, quote=False))
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
                       stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1)

@@ -281,11 +281,11 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "padding\nmask",
         "ko": "패딩\n마스크"},
     "fig.mask_causal": {
-        "en": "causal mask\n(subsequent)",
-        "ko": "인과 마스크\n(후속)"},
+        "en": "causal\nmask",
+        "ko": "인과\n마스크"},
     "fig.mask_combined": {
         "en": "combined\n(used)",
-        "ko": "합친 것\n(실제 사용)"},
+        "ko": "합친 것\n(사용)"},
     "fig.mask_padding_only": {
         "en": "padding mask (what the model used)",
         "ko": "패딩 마스크 (모델이 쓴 것)"},

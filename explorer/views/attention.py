@@ -149,7 +149,8 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
     names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]] if causal else [L["mask_padding_only"]]
     panels = (pad_only, cau_only, combined) if causal else (combined,)
     cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")])
-    g = Grid(cols=len(panels), titles=[style.esc(n).replace("\n", "<br>") for n in names], hspace=0.06)
+    g = Grid(cols=len(panels), titles=[style.esc(n).replace("\n", "<br>") for n in names], hspace=0.06,
+             title_size=12)
     ql = style.strings(style.token_labels(q_tokens))
     kl = style.strings(style.token_labels(k_tokens))
     traces = []
@@ -167,20 +168,29 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
             hover = (f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
                      f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
                      "%{customdata[2]}<extra></extra>")
-        cells = np.where(cat == 0, "✓", "×") if small else None
+        # a zero-width space after the mark: plotly sizes cell text at 0.65 em a character, and ✓ and × are
+        # wider than that (0.7-0.8 em); counted as two characters they fit their cells on any screen
+        cells = np.where(cat == 0, "✓\u200b", "×\u200b") if small else None
         traces.append(style.trace(
             "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(), showscale=c == last, xgap=0 if lean else 1, ygap=0 if lean else 1,
+            colorscale=_mask_scale(), showscale=False, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c].replace("\n", " ")), xaxis=g.x(0, c), yaxis=g.y(0, c),
-            colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
             hovertemplate=hover,
         ))
         x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
         y["showticklabels"] = c == 0  # the same rows in every panel: label them once
         g.axes(0, c, x=x, y=y)
-    fig = g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
+    # the colours' meaning as a legend under the panels (it wraps on a narrow screen; a colour bar would
+    # take a third of a phone's width)
+    for i, name in enumerate(cat_names):
+        traces.append(style.trace("scatter", x=[None], y=[None], mode="markers", name=str(name), hoverinfo="skip",
+                                  marker=dict(symbol="square", size=12, color=style.MASK_COLOURS[i],
+                                              line=dict(color="#9e9e9e", width=1)), xaxis=g.x(0, last), yaxis=g.y(0, last)))
+    fig = g.figure(traces, title=title, height=_square_height(tq) + 20, plot_bgcolor="white", showlegend=True,
+                   legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left"),
+                   margin=dict(b=140))
     words = np.array([L[k] for k in ("allowed", "cat_padding", "cat_causal", "cat_both")], dtype=object)
     return fig, matrix_df(words[combined], q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
 

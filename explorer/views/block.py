@@ -58,12 +58,22 @@ def norm_stats(x: np.ndarray, kind: str) -> dict[str, np.ndarray]:
     return {"mean": x.mean(-1), "std": x.std(-1)}
 
 
+def robust_range(arrays: Sequence[np.ndarray], q: float = 99.0) -> float:
+    """The q-th percentile of |x| over all arrays: the stream of a pre-norm model has a few huge
+    entries (hundreds, at the first token) that would leave every other cell white on a max scale.
+    Beyond it the colour saturates; the hover and the table keep the exact values."""
+    a = np.concatenate([np.abs(np.asarray(x, dtype=np.float64)).ravel() for x in arrays])
+    a = a[np.isfinite(a)]
+    return float(np.percentile(a, q)) if a.size and np.percentile(a, q) > 0 else style.symmetric_range(*arrays)
+
+
 def residual_figure(steps: Sequence[tuple[str, np.ndarray]], norms: Sequence[tuple[str, np.ndarray, str]],
                     tokens: Sequence[str], *, title: str = "residual stream", labels: dict | None = None,
                     subtitle: str | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """The stream through one block, one panel per step in forward order (positions × d_model, one
     diverging scale for all, so that a norm's effect on the size shows), and at the bottom each
-    norm's statistics per position. ``steps``: (name, (T, d)); ``norms``: (name, its input (T, d),
+    norm's statistics per position; the colour scale ends at the 99th percentile of |x| (robust_range).
+    ``steps``: (name, (T, d)); ``norms``: (name, its input (T, d),
     "layer" | "rms"). The table: the statistics, one row per position."""
     L = _lab(labels)
     n = steps[0][1].shape[0]
@@ -72,14 +82,13 @@ def residual_figure(steps: Sequence[tuple[str, np.ndarray]], norms: Sequence[tup
     k = len(steps)
     heights = [panel] * k + [stats_h]
     total = sum(heights) + 42 * (k + 1)
-    g = Grid(rows=k + 1, cols=1, row_heights=heights, vspace=42 / total,
+    g = Grid(rows=k + 1, cols=1, row_heights=heights[::-1], vspace=42 / total,  # Grid: the first weight is the bottom row
              titles=[style.esc(name) for name, _ in steps] + [style.esc(L["norm_stats"])])
     traces = []
     for r, (name, m) in enumerate(steps):
         traces += heatmap(m, rows=tokens, row_name=L["position"], col_name=L["d_model"], value_name=name,
                           name=name, cell_text=False, xaxis=g.x(r, 0), yaxis=g.y(r, 0))
-        x, y = token_axes(rows=tokens, cols=None, n_rows=n, n_cols=m.shape[1],
-                          col_title=L["d_model"] if r == k - 1 else "")
+        x, y = token_axes(rows=tokens, cols=None, n_rows=n, n_cols=m.shape[1], col_title="")
         g.axes(r, 0, x=x, y=y)
     cols: dict[str, np.ndarray] = {}
     c = 0
@@ -96,7 +105,7 @@ def residual_figure(steps: Sequence[tuple[str, np.ndarray]], norms: Sequence[tup
             c += 1
     g.axes(k, 0, x=style.token_axis(tokens, L["position"]), y=dict(title=dict(text=style.esc(L["value"]))))
     fig = g.figure(traces, title=title, height=total + 150, subtitle=subtitle, plot_bgcolor="white",
-                   coloraxis=style.scores_axis(style.symmetric_range(*[m for _, m in steps])),
+                   coloraxis=style.scores_axis(robust_range([m for _, m in steps]), "≤ p99 |x|"),
                    legend=dict(orientation="h", y=-0.04, yanchor="top"), margin=dict(b=110))
     df = pd.DataFrame(cols, index=pd.Index(row_labels(tokens, n), name=L["position"], dtype=object))
     return fig, df
@@ -127,7 +136,7 @@ def logits_figure(inputs: Sequence[str], top_tokens: Sequence[Sequence[str]], to
                 shapes.append(dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
                                    line=dict(color="#D55E00", width=3)))
                 break
-    ya = style.token_axis([f"{i}: {t}" for i, t in enumerate(inputs)], L["decoder_input"])
+    ya = style.token_axis([f"{i}:{t}" for i, t in enumerate(inputs)], L["decoder_input"])
     ya.update(range=[n - 0.5, -0.5], tickangle=0)
     xa = dict(title=dict(text=style.esc(L["rank"])), tickmode="array", tickvals=list(range(k)),
               ticktext=[str(i + 1) for i in range(k)], range=[-0.5, k - 0.5], showgrid=False, zeroline=False)

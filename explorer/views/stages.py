@@ -362,7 +362,7 @@ def _embedding_variant(c: _Ctx) -> str:
 def _embedding_formula(c: _Ctx) -> str:
     v, d = _embedding_variant(c), int(c.info["d_model"])
     if v == "rotary":
-        return r"x_i = E[t_i] \qquad (\text{no } PE_i\text{: } q, k \text{ are rotated in every layer})"
+        return r"x_i = E[t_i] \qquad (\text{no positional vector: } q, k \text{ are rotated in every layer})"
     if v == "learned":
         return r"x_i = \mathrm{LayerNorm}\big(E[t_i] + E_{type}[0] + P[i]\big)"
     if v == "scaled":
@@ -877,8 +877,8 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
     bias = bool(info.get("qkv_bias", True))
     add("project_q_b" if bias else "project_q", dims=(("batch", B), ("positions", T), ("heads·d_k", h * k)), attn=True)
     kv_pos, kv_len = ("source", S) if cross else ("positions", T)
-    add("project_kv_b" if bias else "project_kv", dims=(("batch", B), (kv_pos, kv_len), ("kv_heads·d_k", n_kv * k)),
-        attn=True)
+    add("project_kv_b" if bias else "project_kv",
+        dims=(("batch", B), (kv_pos, kv_len), ("kv_heads·d_k" if n_kv < h else "heads·d_k", n_kv * k)), attn=True)
     rope = _rotary_model(info)
     add("split_q_rope" if rope else "split_q", hook("hook_q", ("batch", "heads", "positions", "d_k")), attn=True, h=h, k=k)
     if n_kv < h:

@@ -110,7 +110,7 @@ def figure(sentence: int = 0, *, title: str = "tutorial 002", labels: dict | Non
     bottom = [(f"{L['embedding']} ({L['sentence']} {s})", emb, words)]
     bottom += [(f"{L['embedding']} + PE, n = {n:g}", emb + encoding(n)[: len(words)], words) for n in SUM_BASES]
     g = Grid(rows=2, cols=3, titles=[style.esc(t) for t, _, _ in top + bottom], hspace=0.1, vspace=0.16,
-             row_heights=[POSITIONS, len(words) + 1])
+             row_heights=[len(words) + 1, POSITIONS])  # Grid: the first weight is the bottom row
     traces = []
     for r, panels in enumerate((top, bottom)):
         for c, (name, m, toks) in enumerate(panels):

@@ -331,8 +331,8 @@ def cell_formula(page: Page) -> None:
         st.latex(
             rf"\frac{{q_{{{n['query']}}} \cdot k_{{{n['key']}}}}}{{\sqrt{{{n['d_head']}}}}} = "
             rf"\frac{{{n['dot']:.4f}}}{{{n['sqrt_d']:.4f}}} = {n['scaled']:.4f}"
-            + (r"\;\xrightarrow{\text{mask}}\;" + (f"{n['masked_score']:.4f}" if n["allowed"] else r"-\infty"))
-            + rf"\;\xrightarrow{{\text{{softmax}}}}\; A_{{{n['query']}{n['key']}}} = {n['weight']:.4f}")
+            + (r"\;\xrightarrow{\text{" + t("tx.mask") + r"}}\;" + (f"{n['masked_score']:.4f}" if n["allowed"] else r"-\infty"))
+            + r"\;\xrightarrow{\text{" + t("tx.softmax") + "}}\\; " + rf"A_{{{n['query']}{n['key']}}} = {n['weight']:.4f}")
         st.caption(t("cell_check", hs=f"{n['hook_score']:.5f}", rs=f"{n['scaled']:.5f}",
                      hw=f"{n['hook_weight']:.5f}", rw=f"{n['weight']:.5f}"))
     except Exception:

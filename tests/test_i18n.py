@@ -57,7 +57,7 @@ def unused_keys(words: dict, literals: set[str]) -> list[str]:
         family, _, suffix = key.partition(".")
         if key in literals or key in dynamic:
             continue
-        if family in ("fig", "export", "chain", "dim") and suffix in literals:
+        if family in ("fig", "export", "chain", "dim", "tx") and suffix in literals:
             continue
         out.append(key)
     return out

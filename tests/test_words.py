@@ -49,9 +49,11 @@ def problems(m, run, block: str, sid: str, sel: stages.Selection, truth=None, **
     for lang, w in (("en", en), ("ko", ko)):
         claim("{" not in w["explain"] and "}" not in w["explain"], f"{lang}: placeholder left in the explanation")
         claim(bool(w["shape"]), f"{lang}: no shape stated")
-    latin = set(re.findall(r"[A-Za-z][A-Za-z0-9_]{3,}", text_ko + " " + ko["shape"])) - LATIN_OK
+    words_in_formula = " ".join(re.findall(r"\\text\{([^}]*)\}", ko["formula"]))
+    latin = set(re.findall(r"[A-Za-z][A-Za-z0-9_]{3,}", " ".join([text_ko, ko["shape"], words_in_formula]))) - LATIN_OK
     claim(not latin, f"Korean words left in English: {sorted(latin)}")
-    claim(ko["formula"] == formula, "the formula differs between languages")
+    strip = re.compile(r"\\text\{[^}]*\}")
+    claim(strip.sub("", ko["formula"]) == strip.sub("", formula), "the formula's maths differs between languages")
 
     # the shapes stated are the tensors' shapes
     for what, hook, dims in en["shapes"]:

@@ -308,10 +308,10 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
     k_tok = k_tokens[j]
     chain = (f"Σ q⊙k = {style.fmt(nums['dot'])} → ÷√{nums['d_head']} = {style.fmt(nums['scaled'])} → "
              f"{L['allowed'] if nums['allowed'] else L['masked'] + ' (−∞)'} → "
-             f"softmax → {L['weight']} = {style.fmt(nums['weight'], 4)}")
+             f"{L['softmax']} → {L['weight']} = {style.fmt(nums['weight'], 4)}")
     g = Grid(rows=2, cols=1, vspace=0.2, titles=[
         style.esc(f"q[{i}] '{style.visible(q_token)}' · k[{j}] '{style.visible(k_tok)}' — {L['dim']}"),
-        style.esc(f"{L['query']} {i}: {L['score']} ÷√d_k, softmax"),
+        style.esc(f"{L['query']} {i}: {L['score']} ÷√d_k, {L['softmax']}"),
     ])
     traces = []
     for name, vals, colour in (("q", q, style.LINE_COLOURS[0]), ("k", k, style.LINE_COLOURS[1]),

@@ -297,6 +297,11 @@ def shape_text(shapes: Sequence[Shape], lang: str = "en") -> str:
     return "; ".join(f"{name(w)}: {' × '.join(dim(lab, n) for lab, n in dims)}" for w, _, dims in shapes)
 
 
+def _tx(c: _Ctx, key: str) -> str:
+    """A word inside a formula, in the page's language: \text{...} of the catalogue's "tx.{key}"."""
+    return r"\text{" + c.words(f"tx.{key}") + "}"
+
+
 def _bias(on: bool, b: str) -> str:
     return f" + {b}" if on else ""
 
@@ -314,9 +319,9 @@ def _teacher_forced(c: _Ctx) -> bool:
 
 def _tokens_formula(c: _Ctx) -> str:
     if _teacher_forced(c):
-        return (r"\text{decoder input} = (\langle s\rangle, y_1, \dots, y_{T-1}) \;\rightarrow\; "
-                r"\text{predicts } (y_1, \dots, y_{T-1}, \langle /s\rangle)")
-    return r"\text{text} \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\},\ |V| = " + \
+        return (_tx(c, "decoder_input") + r" = (\langle s\rangle, y_1, \dots, y_{T-1}) \;\rightarrow\; "
+                + _tx(c, "predicts") + r"\ (y_1, \dots, y_{T-1}, \langle /s\rangle)")
+    return _tx(c, "text") + r" \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\},\ |V| = " + \
         f"{int(c.info['vocab_size']):,}".replace(",", "{,}")
 
 
@@ -362,7 +367,7 @@ def _embedding_variant(c: _Ctx) -> str:
 def _embedding_formula(c: _Ctx) -> str:
     v, d = _embedding_variant(c), int(c.info["d_model"])
     if v == "rotary":
-        return r"x_i = E[t_i] \qquad (\text{no positional vector: } q, k \text{ are rotated in every layer})"
+        return r"x_i = E[t_i] \qquad (" + _tx(c, "rotated") + ")"
     if v == "learned":
         return r"x_i = \mathrm{LayerNorm}\big(E[t_i] + E_{type}[0] + P[i]\big)"
     if v == "scaled":
@@ -421,7 +426,7 @@ SINUSOIDAL = r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right)
 def _pe_heatmap_formula(c: _Ctx) -> str:
     if _learned(c.info):
         return (r"P_{pos} = W_P[pos] \in \mathbb{R}^{d_{model}},\quad pos = 0,\dots," + str(int(c.info["max_len"]) - 1)
-                + r"\quad(\text{trained, no formula})")
+                + r"\quad(" + _tx(c, "trained") + ")")
     return SINUSOIDAL + rf",\qquad n = {_num(c.base)},\ d_{{model}} = {int(c.info['d_model'])}"
 
 
@@ -457,7 +462,7 @@ def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
 
 @stage("rope_freqs", section="position", per_head=False, applies=_rotary_model,
        shape=lambda c: [("θ", "", (("pairs", int(c.d_head) // 2),))],
-       formula=r"\theta_i = \text{base}^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
+       formula=lambda c: r"\theta_i = " + _tx(c, "base") + r"^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
 def _rope_freqs(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
         return _not_for(c, title, "needs.rotary")
@@ -558,7 +563,7 @@ def _bases_drawn(c: _Ctx) -> tuple[float, ...]:
 @stage("pe_compare", section="position", per_head=False, controls="pe",
        fill=lambda c: {"a": _num(_bases_drawn(c)[0]), "b": _num(_bases_drawn(c)[-1]), "d": _pe_params(c, c.opts)[1]},
        shape=lambda c: [("PE", "", (("positions", _pe_params(c, c.opts)[0]), ("d_model", _pe_params(c, c.opts)[1])))],
-       formula=lambda c: r"\omega_i = n^{-2i/d_{model}}\ \ (\omega_0 = 1 \text{ for every } n),\qquad n \in \{"
+       formula=lambda c: r"\omega_i = n^{-2i/d_{model}}\ \ (\omega_0 = 1,\ " + _tx(c, "every_n") + r"),\qquad n \in \{"
        + ", ".join(_num(b) for b in _bases_drawn(c)) + rf"\}},\ d_{{model}} = {_pe_params(c, c.opts)[1]}")
 def _pe_compare(c: _Ctx, title: str, opts: dict):
     n, d, _, toks = _pe_params(c, opts)
@@ -588,7 +593,7 @@ def _weights_formula(c: _Ctx) -> str:
     f = rf"W_Q^{{(h)}},\ W_K^{{(h)}},\ W_V^{{(h)}} \in \mathbb{{R}}^{{d_{{model}} \times d_k}} = \mathbb{{R}}^{{{d} \times {k}}}"
     if c.info.get("qkv_bias", True):
         return f + rf",\qquad b_Q^{{(h)}},\ b_K^{{(h)}},\ b_V^{{(h)}} \in \mathbb{{R}}^{{{k}}}"
-    return f + r"\qquad(\text{no bias})"
+    return f + r"\qquad(" + _tx(c, "no_bias") + ")"
 
 
 def _weights_shape(c: _Ctx) -> list:
@@ -633,7 +638,7 @@ def _qkv_formula(c: _Ctx) -> str:
                 rf"\ V^{{(h)}} = \hat X W_V^{{({g})}}{b['V']},\quad \hat X = \mathrm{{RMSNorm}}(X)")
     if v == "cross":
         return (rf"Q^{{(h)}} = Y W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = H W_K^{{(h)}}{b['K']},\quad "
-                rf"V^{{(h)}} = H W_V^{{(h)}}{b['V']},\qquad H = \text{{encoder output}}")
+                rf"V^{{(h)}} = H W_V^{{(h)}}{b['V']},\qquad H = " + _tx(c, "encoder_output"))
     return rf"Q^{{(h)}} = X W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = X W_K^{{(h)}}{b['K']},\quad V^{{(h)}} = X W_V^{{(h)}}{b['V']}"
 
 
@@ -671,10 +676,12 @@ def _mask_variant(c: _Ctx) -> str:
 def _mask_formula(c: _Ctx) -> str:
     v = _mask_variant(c)
     if v == "causal":
-        return r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{\text{padding}} \wedge \underbrace{[\,j \le i\,]}_{\text{causal}}"
+        return (r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"} \wedge \underbrace{[\,j \le i\,]}_{"
+                + _tx(c, "causal") + "}")
     if v == "cross":
-        return r"M_{ij} = \underbrace{[\,j < S_{real}\,]}_{\text{padding of the source}}\qquad(\text{no causal mask})"
-    return r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{\text{padding}}\qquad(\text{no causal mask})"
+        return (r"M_{ij} = \underbrace{[\,j < S_{real}\,]}_{" + _tx(c, "padding_source") + r"}\qquad("
+                + _tx(c, "no_causal") + ")")
+    return r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"}\qquad(" + _tx(c, "no_causal") + ")"
 
 
 @stage("mask", section="scores", formula=_mask_formula, shape=_square("M", "hook_mask", mask=True),
@@ -701,7 +708,8 @@ def _minus_1e9(c: _Ctx) -> dict:
     return {"diff": f"{diff:.1e}" if diff else "0", "blocked": int((~m[rows]).sum())}
 
 
-@stage("masked", section="scores", fill=_minus_1e9, shape=_square("Ŝ", "hook_masked_scores"), formula=r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}")
+@stage("masked", section="scores", fill=_minus_1e9, shape=_square("Ŝ", "hook_masked_scores"),
+       formula=lambda c: r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & " + _tx(c, "otherwise") + r" \end{cases}")
 def _masked(c: _Ctx, title: str, opts: dict):
     ms = c.t("hook_masked_scores")
     blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
@@ -753,7 +761,7 @@ def _decoder_only(info: dict) -> bool:
 
 def _next_token_formula(c: _Ctx) -> str:
     h = r"\mathrm{RMSNorm}(h_i)" if c.info.get("final_norm") else "h_i"
-    w = r",\quad W_{out} = E\ (\text{tied})" if c.info.get("tied_output") else ""
+    w = r",\quad W_{out} = E\ (" + _tx(c, "tied") + ")" if c.info.get("tied_output") else ""
     return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({h}\, W_{{out}}^\top\big)" + w
 
 
@@ -924,9 +932,10 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
     return rows
 
 
-@stage("shapes", section="block", formula=lambda c: r"(B, T, d_{model}) \xrightarrow{W_Q} (B, T, h\,d_k) "
-       r"\xrightarrow{\text{view}} (B, T, h, d_k) \xrightarrow{\text{transpose}} (B, h, T, d_k)"
-       rf",\quad B = {c.run.n_sentences},\ h = {int(c.info['n_heads'])},\ d_k = {c.d_head},\ d_{{model}} = {int(c.info['d_model'])}",
+@stage("shapes", section="block", formula=lambda c: r"\begin{gathered}(B, T, d_{model}) \xrightarrow{W_Q} (B, T, h\,d_k) "
+       + r"\xrightarrow{" + _tx(c, "view") + r"} (B, T, h, d_k) \xrightarrow{" + _tx(c, "transpose") + r"} (B, h, T, d_k) \\ "
+       rf"B = {c.run.n_sentences},\ h = {int(c.info['n_heads'])},\ d_k = {c.d_head},\ d_{{model}} = {int(c.info['d_model'])}"
+       r"\end{gathered}",
        fill=lambda c: {"layer": c.sel.layer},
        shape=lambda c: [_bd(c, "X", "hook_resid_pre")] + _qkv_shapes(c) + [_bd(c, "tensor.layer_output", "hook_resid_post")])
 def _shapes(c: _Ctx, title: str, opts: dict):
@@ -1064,8 +1073,9 @@ def _logits(c: _Ctx, title: str, opts: dict):
 
 
 @stage("pe_tutorial", section="position", per_head=False, controls="pe", on_demand=True,
-       formula=r"\mathrm{div\_term}_i = e^{2i\,(-\ln n / d_{model})} = \frac{1}{n^{2i/d_{model}}},\quad "
-       r"PE_{k,2i} = \sin(k\,\mathrm{div\_term}_i),\ PE_{k,2i+1} = \cos(k\,\mathrm{div\_term}_i),\quad d_{model} = 4",
+       formula=r"\begin{gathered}\mathrm{div\_term}_i = e^{2i\,(-\ln n / d_{model})} = \frac{1}{n^{2i/d_{model}}},\quad "
+       r"d_{model} = 4 \\ PE_{k,2i} = \sin(k\,\mathrm{div\_term}_i),\quad PE_{k,2i+1} = \cos(k\,\mathrm{div\_term}_i)"
+       r"\end{gathered}",
        shape=lambda c: [("tensor.tutorial_embedding", "", (("batch", 3), ("positions", 6), ("d_model", 4))),
                         ("PE", "", (("positions", 10), ("d_model", 4)))])
 def _pe_tutorial(c: _Ctx, title: str, opts: dict):

@@ -30,7 +30,7 @@ from explorer.views.data import axis_tokens
 log = logging.getLogger("attention_explorer")
 EXAMPLES_DIR = ROOT / "assets" / "examples"
 KEEP = ("lang", "model", "text", "sentence", "block", "layer", "head", "view", "query", "key",
-        "pe_base", "pe_d_model", "pe_positions", "pe_dims")
+        "pe_base", "pe_d_model", "pe_positions", "pe_dims", "pe_tutorial")
 PE_BASES = (10.0, 100.0, 1000.0, 10000.0, 100000.0)
 
 
@@ -253,11 +253,18 @@ class Page:
                 "lang": self.lang, "selection": self.sel, "edits": edits, "compare": compare}
 
     def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, **options) -> None:
-        record = stages.REGISTRY[stage_id]
-        if explain:
-            st.subheader(record.title(self.lang), anchor=stage_id)
-            st.markdown(record.explain(self.lang))
-            st.latex(record.formula)
+        if explain:  # the words follow the model, the block and the values drawn
+            try:
+                words = stages.stage_words(stage_id, self.run, self.info, self.sel, self.lang, **options)
+            except Exception:
+                log.exception("words of stage %s failed", stage_id)
+                words = {"title": stages.stage_title(stage_id, self.lang), "explain": "", "formula": "", "shape": ""}
+            st.subheader(words["title"], anchor=stage_id)
+            st.markdown(words["explain"])
+            if words["formula"]:
+                st.latex(words["formula"])
+            if words["shape"]:
+                st.caption(f"{t('shape')}: {words['shape']}")
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
                                          self.lang, **options)
@@ -282,6 +289,9 @@ def pe_controls(page: Page) -> dict:
     base = float(info.positional_base or 10000.0)
     st.markdown(f"**{t('pe_controls')}**")
     n_tok = page.run[f"{stages.prefix(page.sel.block, page.sel.layer)}.hook_q"].shape[-2]
+    keep("pe_tutorial", False)
+    st.toggle(t("pe_tutorial"), key="pe_tutorial", help=t("pe_tutorial_help"),
+              on_change=tutorial_toggle, args=(info,))
     c1, c2, c3 = st.columns(3)
     bases = sorted({*PE_BASES, base})  # the model's own base is always one of the choices
     if keep("pe_base", base) not in bases:
@@ -299,8 +309,29 @@ def pe_controls(page: Page) -> dict:
     opts = dict(pe_base=chosen, pe_d_model=d, pe_positions=int(st.session_state["pe_positions"]),
                 pe_dims=list(st.session_state["pe_dims"]) or None)
     shared = {k: v for k, v in opts.items() if k != "pe_base"}
-    return {"pe_curves": opts, "pe_similarity": opts,
-            "pe_compare": dict(shared, pe_bases=stages.compare_bases(info, chosen))}
+    out = {"pe_curves": opts, "pe_similarity": opts,
+           "pe_compare": dict(shared, pe_bases=stages.compare_bases(info, chosen))}
+    if st.session_state.get("pe_tutorial"):  # tutorial 002: its comparison and its numbers
+        out["pe_compare"] = dict(shared, pe_bases=TUTORIAL_002["pe_bases"])
+        out["pe_tutorial"] = {}
+    return out
+
+
+# tutorial 002's worked example (explorer/views/tutorial002.py), one click away
+TUTORIAL_002 = {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
+                "pe_bases": (100.0, 10000.0)}
+
+
+def tutorial_toggle(info) -> None:
+    """On: the positional controls take tutorial 002's settings; off: this model's own again."""
+    if st.session_state.get("pe_tutorial"):
+        for k in ("pe_base", "pe_d_model", "pe_positions", "pe_dims"):
+            st.session_state[k] = TUTORIAL_002[k]
+    else:
+        st.session_state["pe_base"] = float(info.positional_base or 10000.0)
+        st.session_state["pe_d_model"] = info.d_model
+        for k in ("pe_positions", "pe_dims", "_keep_pe_positions", "_keep_pe_dims"):
+            st.session_state.pop(k, None)
 
 
 def cell_controls(page: Page) -> dict:
@@ -324,8 +355,8 @@ def cell_formula(page: Page) -> None:
         st.latex(
             rf"\frac{{q_{{{n['query']}}} \cdot k_{{{n['key']}}}}}{{\sqrt{{{n['d_head']}}}}} = "
             rf"\frac{{{n['dot']:.4f}}}{{{n['sqrt_d']:.4f}}} = {n['scaled']:.4f}"
-            + (r"\;\xrightarrow{\text{mask}}\;" + (f"{n['masked_score']:.4f}" if n["allowed"] else r"-\infty"))
-            + rf"\;\xrightarrow{{\text{{softmax}}}}\; A_{{{n['query']}{n['key']}}} = {n['weight']:.4f}")
+            + (r"\;\xrightarrow{\text{" + t("tx.mask") + r"}}\;" + (f"{n['masked_score']:.4f}" if n["allowed"] else r"-\infty"))
+            + r"\;\xrightarrow{\text{" + t("tx.softmax") + "}}\\; " + rf"A_{{{n['query']}{n['key']}}} = {n['weight']:.4f}")
         st.caption(t("cell_check", hs=f"{n['hook_score']:.5f}", rs=f"{n['scaled']:.5f}",
                      hw=f"{n['hook_weight']:.5f}", rw=f"{n['weight']:.5f}"))
     except Exception:
@@ -389,6 +420,8 @@ def render_section(section: str, page: Page) -> None:
         before, after = CONTROLS.get(group, (None, None))
         if group and group not in options:
             options[group] = (before(page) if before else None) or {}
+        if stages.REGISTRY[sid].on_demand and sid not in options.get(group, {}):
+            continue  # drawn only when its controls ask for it (e.g. the tutorial preset)
         page.stage(sid, **options.get(group, {}).get(sid, {}))
         if after:
             after(page)
@@ -733,6 +766,7 @@ CONTROLS.update({
 
 def main() -> None:
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+    st.html(style.CELL_TEXT_CSS)  # a constant: cell numbers too small to read are hidden (phones)
     state.prepare_process()
     try:
         page()

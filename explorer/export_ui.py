@@ -216,6 +216,8 @@ def _items(run, info, sel, texts: list[str], lang: str, theme: str, ident: str) 
     for sid in stages.STAGE_IDS:
         if not stages.applies(sid, info, sel.block):  # e.g. rotary figures for a model with learned positions
             continue
+        if stages.REGISTRY[sid].on_demand and not (sid in shown and shown[sid][0] == ident):
+            continue  # e.g. the tutorial preset: exported when it is on the page
         fig = df = None
         extra: dict = {}
         if sid in shown and shown[sid][0] == ident:

@@ -46,7 +46,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "어텐션 블록"},
     "layer": {
         "en": "Layer",
-        "ko": "층"},
+        "ko": "레이어"},
     "head": {
         "en": "Head",
         "ko": "헤드"},
@@ -172,7 +172,7 @@ WORDS: dict[str, dict[str, str]] = {
     "crash": {
         "en": "Something went wrong while drawing this page ({kind}). Try another sentence, layer or "
               "head; if it keeps happening, please report it with the page's link.",
-        "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}). 다른 문장·층·헤드를 골라 보세요. 계속되면 이 페이지의 링크와 함께 알려 주세요."},
+        "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}). 다른 문장·레이어·헤드를 골라 보세요. 계속되면 이 페이지의 링크와 함께 알려 주세요."},
     "stage_error": {
         "en": "This figure could not be drawn ({kind}: {msg}).",
         "ko": "이 그림을 그리지 못했습니다 ({kind}: {msg})."},
@@ -191,7 +191,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "H = 행의 평균 엔트로피 (nat; 낮을수록 집중), d = 쿼리와 그것이 주목하는 키 사이의 평균 거리 |i − j|."},
     "overview_window": {
         "en": "Showing layers {a}–{b} of {n} (around the chosen layer).",
-        "ko": "전체 {n}개 층 중 {a}–{b}층을 보여 줍니다 (고른 층 주변)."},
+        "ko": "전체 {n}개 레이어 중 {a}–{b}번 레이어를 보여 줍니다 (고른 레이어 주변)."},
     "cell_check": {
         "en": "Check: the hook's score is {hs}, the recomputed one {rs}; the hook's weight is {hw}, "
               "the recomputed one {rw}.",
@@ -225,7 +225,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "이 실행에는 투영 가중치가 없습니다."},
     "kv_head_note": {
         "en": "Head {h} reads K/V head {g} (shared with heads {others}).",
-        "ko": "헤드 {h}는 K/V 헤드 {g}를 읽습니다 (헤드 {others}와 공유)."},
+        "ko": "{h}번 헤드는 {g}번 K/V 헤드를 읽습니다 ({others}번 헤드와 함께 씀)."},
     "pe_learned_note": {
         "en": "Above: the model's learned position embeddings (trained parameters, no formula) for "
               "this sentence's {n} positions. Below: the paper's sinusoidal encoding, for comparison.",
@@ -281,14 +281,17 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "blocked: padding + causal",
         "ko": "차단: 패딩 + 인과"},
     "fig.mask_padding": {
-        "en": "padding mask",
-        "ko": "패딩 마스크"},
+        "en": "padding\nmask",
+        "ko": "패딩\n마스크"},
     "fig.mask_causal": {
-        "en": "causal (subsequent) mask",
-        "ko": "인과(후속) 마스크"},
+        "en": "causal\nmask",
+        "ko": "인과\n마스크"},
     "fig.mask_combined": {
-        "en": "combined (what the model used)",
-        "ko": "합친 마스크 (모델이 쓴 것)"},
+        "en": "combined\n(used)",
+        "ko": "합친 것\n(사용)"},
+    "fig.mask_padding_only": {
+        "en": "padding mask (what the model used)",
+        "ko": "패딩 마스크 (모델이 쓴 것)"},
     "fig.d_model": {
         "en": "d_model",
         "ko": "d_model"},
@@ -310,6 +313,18 @@ WORDS: dict[str, dict[str, str]] = {
     "fig.sum": {
         "en": "sum (enters block 0)",
         "ko": "합 (0번 블록 입력)"},
+    "fig.embedding_type": {
+        "en": "word + type embedding",
+        "ko": "단어 + 타입 임베딩"},
+    "fig.pos_learned": {
+        "en": "learned position embedding",
+        "ko": "학습된 위치 임베딩"},
+    "fig.sum_norm": {
+        "en": "sum (then LayerNorm, then block 0)",
+        "ko": "합 (다음에 LayerNorm, 그다음 0번 블록)"},
+    "fig.embedding_only": {
+        "en": "embedding (enters block 0 as it is)",
+        "ko": "임베딩 (그대로 0번 블록 입력)"},
     "fig.distance": {
         "en": "distance m − n",
         "ko": "거리 m − n"},
@@ -325,6 +340,9 @@ WORDS: dict[str, dict[str, str]] = {
     "fig.all_heads": {
         "en": "all heads + bias (hook_out)",
         "ko": "모든 헤드 + 편향 (hook_out)"},
+    "fig.all_heads_nobias": {
+        "en": "all heads (hook_out; no bias)",
+        "ko": "모든 헤드 (hook_out, 편향 없음)"},
     "fig.weights": {
         "en": "weights",
         "ko": "가중치"},
@@ -399,7 +417,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "특수 토큰"},
     "fig.layer": {
         "en": "layer",
-        "ko": "층"},
+        "ko": "레이어"},
     "fig.head": {
         "en": "head",
         "ko": "헤드"},
@@ -431,47 +449,115 @@ WORDS: dict[str, dict[str, str]] = {
     "stage.tokens.title": {
         "en": "Tokens and the padded batch",
         "ko": "토큰과 패딩된 배치"},
-    "stage.tokens.explain": {
-        "en": "The text is cut into tokens, each with an id. Sentences of different lengths are "
+    "stage.tokens.explain.text": {
+        "en": "The text is cut into tokens, each with an id (one of {V}). Sentences of different lengths are "
               "padded to the same length so they can run as one batch; the pads (grey) must later be "
               "hidden from attention.",
-        "ko": "글을 토큰으로 자르고 각 토큰에 번호(id)를 붙입니다. 길이가 다른 문장은 같은 길이로 패딩해 한 배치로 처리하며, 패딩(회색)은 나중에 어텐션에서 가려야 합니다."},
+        "ko": "글을 토큰으로 자르고 각 토큰에 번호(id, {V}개 중 하나)를 붙입니다. 길이가 다른 문장은 같은 길이로 패딩해 한 배치로 처리하며, 패딩(회색)은 나중에 어텐션에서 가려야 합니다."},
+    "stage.tokens.explain.decoder": {
+        "en": "The decoder's input is <s> followed by what the model wrote, shifted one place right: position t "
+              "holds the token chosen at step t − 1. The figures below are one pass over this whole sequence at "
+              "once (teacher forcing on the model's own output); the causal mask keeps each position from "
+              "reading later ones, so every row is what the model saw when it chose the next token.",
+        "ko": "디코더의 입력은 <s> 뒤에 모델이 쓴 것을 이어 붙여 오른쪽으로 한 칸 민 것입니다: t번 위치에는 t − 1번째 "
+              "단계에서 고른 토큰이 있습니다. 아래 그림은 이 시퀀스 전체를 한 번에 통과시킨 결과(모델 자신의 출력으로 하는 "
+              "티처 포싱)이며, 인과 마스크가 각 위치가 뒤의 위치를 읽지 못하게 하므로 각 행은 모델이 다음 토큰을 고를 때 "
+              "본 것과 같습니다."},
     "stage.embedding.title": {
         "en": "Embedding + positional encoding",
         "ko": "임베딩 + 위치 인코딩"},
-    "stage.embedding.explain": {
-        "en": "Each token id becomes a vector (its embedding, scaled by √d_model). Attention itself "
-              "ignores order, so a positional encoding is added to say where each token is.",
-        "ko": "각 토큰 id는 벡터(임베딩, √d_model을 곱함)가 됩니다. 어텐션 자체는 순서를 모르기 때문에, 각 토큰의 위치를 알려 주는 위치 인코딩을 더합니다."},
+    "stage.embedding.title.learned": {
+        "en": "Embedding + learned positions, then LayerNorm",
+        "ko": "임베딩 + 학습된 위치, 그다음 LayerNorm"},
+    "stage.embedding.title.rotary": {
+        "en": "Token embedding (no positional vector: rotary)",
+        "ko": "토큰 임베딩 (위치 벡터 없음: 회전 위치 인코딩)"},
+    "stage.embedding.explain.scaled": {
+        "en": "Each token id picks a row of the embedding matrix E, multiplied by √d_model = {scale}; then the "
+              "positional encoding is added, because attention itself ignores order. Why √d_model: the one "
+              "matrix E is also the output layer, and its entries are small (rms {rms_raw} on this sentence); "
+              "multiplied by √d_model the embedding has about unit size, comparable to the encoding, whose values "
+              "lie in [−1, 1], so neither drowns the other. This sentence: rms {rms_e} for the scaled "
+              "embedding, {rms_pe} for the encoding.",
+        "ko": "각 토큰 id가 임베딩 행렬 E의 한 행을 고르고 여기에 √d_model(= {scale})을 곱한 뒤, 위치 인코딩을 "
+              "더합니다 (어텐션 자체는 순서를 모르기 때문입니다). √d_model을 곱하는 이유: 같은 행렬 E가 출력 "
+              "레이어로도 쓰이고 성분이 작습니다 (이 문장에서 RMS {rms_raw}). √d_model을 곱하면 임베딩의 크기가 1 "
+              "정도가 되어, 값이 [−1, 1] 안에 있는 위치 인코딩과 크기가 비슷해지고 어느 쪽도 다른 쪽에 묻히지 "
+              "않습니다. 이 문장: 스케일링한 임베딩의 RMS {rms_e}, 위치 인코딩의 RMS {rms_pe}."},
+    "stage.embedding.explain.learned": {
+        "en": "BERT adds three learned vectors per token: its word embedding, a token-type embedding (type 0 "
+              "here: one sentence per row) and the position embedding of its place; a LayerNorm then "
+              "normalises the sum, and that enters block 0. Nothing is multiplied by √d_model: the tables were "
+              "trained at the size they are used.",
+        "ko": "BERT는 토큰마다 학습된 벡터 세 개를 더합니다: 단어 임베딩, 토큰 타입 임베딩(한 행에 한 문장이므로 "
+              "0번 타입), 그 자리의 위치 임베딩입니다. 그 합을 LayerNorm으로 정규화한 것이 0번 블록에 들어갑니다. "
+              "√d_model은 곱하지 않습니다: 표들이 쓰이는 크기 그대로 학습되었습니다."},
+    "stage.embedding.explain.rotary": {
+        "en": "Each token id picks a row of the embedding matrix, and that row enters block 0 as it is: it is "
+              "not multiplied by √d_model and no positional vector is added. Position enters inside attention "
+              "instead: every layer rotates q and k by angles that grow with the position (RoPE).",
+        "ko": "각 토큰 id가 임베딩 행렬의 한 행을 고르고, 그 행이 그대로 0번 블록에 들어갑니다: √d_model을 곱하지 "
+              "않고 위치 벡터도 더하지 않습니다. 위치는 어텐션 안에서 들어갑니다: 레이어마다 q와 k를 위치에 따라 "
+              "커지는 각도만큼 회전시킵니다(RoPE)."},
+    "stage.embedding.explain.unscaled": {
+        "en": "Each token id picks a row of the embedding matrix (not scaled), and a positional encoding is "
+              "added, because attention itself ignores order.",
+        "ko": "각 토큰 id가 임베딩 행렬의 한 행을 고르고(스케일링 없음), 어텐션 자체는 순서를 모르기 때문에 위치 "
+              "인코딩을 더합니다."},
     "stage.pe_heatmap.title": {
         "en": "Positional encoding (position × dimension)",
         "ko": "위치 인코딩 (위치 × 차원)"},
-    "stage.pe_heatmap.explain": {
-        "en": "Every position gets a fixed pattern of sines and cosines. Low dimensions change "
-              "quickly from one position to the next, high dimensions slowly.",
-        "ko": "위치마다 사인과 코사인으로 된 고정된 패턴이 주어집니다. 앞쪽 차원은 위치에 따라 빠르게, 뒤쪽 차원은 천천히 변합니다."},
+    "stage.pe_heatmap.title.learned": {
+        "en": "Learned position embeddings (position × dimension)",
+        "ko": "학습된 위치 임베딩 (위치 × 차원)"},
+    "stage.pe_heatmap.explain.sinusoidal": {
+        "en": "Every position gets a fixed pattern of sines and cosines (n = {n}, d_model = {d}). Low "
+              "dimensions change quickly from one position to the next, high dimensions slowly.",
+        "ko": "위치마다 사인과 코사인으로 된 고정된 패턴이 주어집니다 (n = {n}, d_model = {d}). 앞쪽 차원은 위치에 "
+              "따라 빠르게, 뒤쪽 차원은 천천히 변합니다."},
+    "stage.pe_heatmap.explain.learned": {
+        "en": "This model learned one vector per position: a table of {rows} rows, trained with the rest of the "
+              "model; this sentence uses the first {T}. There is no formula and no sines or cosines: the rows "
+              "are whatever training made of them.",
+        "ko": "이 모델은 위치마다 벡터 하나를 학습했습니다: 나머지 모델과 함께 학습된 {rows}행짜리 표이고, 이 문장은 "
+              "처음 {T}행을 씁니다. 공식도 사인·코사인도 없습니다: 각 행은 학습이 만든 그대로입니다."},
     "stage.pe_curves.title": {
         "en": "Dimensions as waves",
         "ko": "차원별 파동"},
-    "stage.pe_curves.explain": {
-        "en": "Each pair of dimensions is one wave: sin (solid) and cos (dashed) of the same "
-              "frequency. The dots are the values this sentence's positions receive.",
-        "ko": "두 차원이 한 쌍으로 하나의 파동을 이룹니다: 같은 주파수의 sin(실선)과 cos(점선). 점은 이 문장의 각 위치가 받는 값입니다."},
+    "stage.pe_curves.explain.sinusoidal": {
+        "en": "Each pair of dimensions is one wave: sin (solid) and cos (dashed) of the same frequency. The "
+              "dots are the values positions 0 to {last} receive (n = {n}, d_model = {d}).",
+        "ko": "두 차원이 한 쌍으로 하나의 파동을 이룹니다: 같은 주파수의 사인(실선)과 코사인(점선). 점은 0번부터 "
+              "{last}번 위치가 받는 값입니다 (n = {n}, d_model = {d})."},
+    "stage.pe_curves.explain.reference": {
+        "en": "This model uses {kind}, not the sinusoidal encoding; drawn here for reference: the paper's "
+              "encoding with n = {n}, d_model = {d}. Each pair of dimensions is one wave: sin (solid) and cos "
+              "(dashed) of the same frequency; the dots are positions 0 to {last}.",
+        "ko": "이 모델은 사인파 인코딩이 아니라 {kind}을(를) 씁니다. 참고용으로 논문의 인코딩을 그렸습니다 "
+              "(n = {n}, d_model = {d}). 두 차원이 한 쌍으로 같은 주파수의 사인(실선)과 코사인(점선) 파동을 "
+              "이루며, 점은 0번부터 {last}번 위치입니다."},
     "stage.pe_similarity.title": {
         "en": "Position-to-position similarity (PE·PE)",
         "ko": "위치 사이 유사도 (PE·PE)"},
-    "stage.pe_similarity.explain": {
-        "en": "The dot product of two encodings is largest for the same position and falls off with "
-              "distance — and it depends only on the distance, not on where you start.",
-        "ko": "두 인코딩의 내적은 같은 위치에서 가장 크고 거리가 멀어질수록 작아집니다. 그리고 시작 위치와 상관없이 거리에만 달려 있습니다."},
+    "stage.pe_similarity.explain.sinusoidal": {
+        "en": "The paper's sinusoidal encoding (n = {n}, d_model = {d}): the dot product of two encodings is "
+              "largest for the same position and falls off with distance — and it depends only on the "
+              "distance, not on where you start.",
+        "ko": "논문의 사인파 인코딩 (n = {n}, d_model = {d}): 두 인코딩의 내적은 같은 위치에서 가장 크고 거리가 "
+              "멀어질수록 작아집니다. 그리고 시작 위치와 상관없이 거리에만 달려 있습니다."},
+    "stage.pe_similarity.explain.learned": {
+        "en": "The dot products of this model's learned position vectors. Unlike the sinusoidal encoding, "
+              "nothing makes them depend on the distance only: this is what training made of nearby positions.",
+        "ko": "이 모델이 학습한 위치 벡터들의 내적입니다. 사인파 인코딩과 달리 거리에만 달려 있도록 만드는 것은 "
+              "없습니다: 학습이 가까운 위치를 어떻게 만들었는지 보여 줍니다."},
     "stage.pe_compare.title": {
         "en": "Comparing two bases n",
         "ko": "두 밑 n 비교"},
     "stage.pe_compare.explain": {
-        "en": "The first pair of dimensions (i = 0) has frequency 1 whatever the base; every later pair "
+        "en": "Drawn: n = {a} and n = {b}, d_model = {d}. The first pair of dimensions (i = 0) has frequency 1 whatever the base; every later pair "
               "turns faster when the base is smaller, so the encodings repeat sooner and the similarity "
               "falls off and oscillates over shorter distances.",
-        "ko": "첫 번째 차원 쌍(i = 0)의 주파수는 밑과 상관없이 1입니다. 그 뒤의 쌍은 밑이 작을수록 빨리 "
+        "ko": "그린 것: n = {a}, n = {b}, d_model = {d}. 첫 번째 차원 쌍(i = 0)의 주파수는 밑과 상관없이 1입니다. 그 뒤의 쌍은 밑이 작을수록 빨리 "
               "돌기 때문에, 인코딩이 더 빨리 되풀이되고 유사도도 더 짧은 거리에서 떨어지며 출렁입니다."},
     "stage.pe_learned_sim.title": {
         "en": "Learned positions: similarity (cosine)",
@@ -503,21 +589,47 @@ WORDS: dict[str, dict[str, str]] = {
     "stage.gqa.explain": {
         "en": "Several query heads share one key/value head, so the model stores fewer keys and "
               "values. Each column is a query head; its cell shows which K/V head it reads.",
-        "ko": "여러 쿼리 헤드가 키/값 헤드 하나를 함께 써서 저장할 키와 값이 줄어듭니다. 각 열은 쿼리 헤드이고, 칸은 그 헤드가 읽는 K/V 헤드를 보여 줍니다."},
+        "ko": "여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 써서 저장할 키와 밸류가 줄어듭니다. 각 열은 쿼리 헤드이고, 칸은 그 헤드가 읽는 K/V 헤드를 보여 줍니다."},
     "stage.weights.title": {
         "en": "This head's W_Q, W_K, W_V",
         "ko": "이 헤드의 W_Q, W_K, W_V"},
-    "stage.weights.explain": {
-        "en": "Each head owns d_head columns of the projection matrices: they turn a d_model-wide "
-              "token vector into this head's query, key and value.",
-        "ko": "각 헤드는 투영 행렬의 d_head개 열을 가집니다. 이 열들이 d_model 차원의 토큰 벡터를 이 헤드의 쿼리·키·값으로 바꿉니다."},
+    "stage.weights.explain.bias": {
+        "en": "Each head owns d_k = {k} columns of each projection matrix (d_model = {d} rows) and d_k entries "
+              "of its bias: q = x·W_Q + b_Q, and likewise k and v. The last row, b, is the bias: with it, the x "
+              "and W on screen give exactly the model's q.",
+        "ko": "각 헤드는 투영 행렬마다 d_k(= {k})개 열(d_model = {d}행)과 편향의 d_k개 성분을 가집니다: "
+              "q = x·W_Q + b_Q이고 k와 v도 같습니다. 마지막 행 b가 편향입니다: 이것까지 있어야 화면의 x와 W로 "
+              "모델의 q가 정확히 나옵니다."},
+    "stage.weights.explain.no_bias": {
+        "en": "Each head owns d_k = {k} columns of each projection matrix (d_model = {d} rows). This model's "
+              "projections have no bias: q = x·W_Q, k = x·W_K, v = x·W_V.",
+        "ko": "각 헤드는 투영 행렬마다 d_k(= {k})개 열(d_model = {d}행)을 가집니다. 이 모델의 투영에는 편향이 "
+              "없습니다: q = x·W_Q, k = x·W_K, v = x·W_V."},
     "stage.qkv.title": {
         "en": "Queries, keys and values",
-        "ko": "쿼리, 키, 값"},
-    "stage.qkv.explain": {
-        "en": "Every token asks a question (its query), offers a label (its key) and carries content "
-              "(its value). In cross-attention the keys and values come from the encoder.",
-        "ko": "각 토큰은 질문(쿼리)을 던지고, 이름표(키)를 내밀고, 내용(값)을 담습니다. 크로스 어텐션에서는 키와 값이 인코더에서 옵니다."},
+        "ko": "쿼리, 키, 밸류"},
+    "stage.qkv.explain.self": {
+        "en": "Every token asks a question (its query), offers a label (its key) and carries content (its "
+              "value). X is the stream entering layer {layer}: for layer 0 what the embedding stage gives, "
+              "later the previous layer's output. In self-attention Q, K and V all come from the same X.",
+        "ko": "각 토큰은 질문(쿼리)을 던지고, 이름표(키)를 내밀고, 내용(밸류)을 담습니다. X는 {layer}번 레이어에 "
+              "들어오는 스트림입니다: 0번 레이어에서는 임베딩 단계의 결과, 그 뒤로는 앞 레이어의 출력입니다. 셀프 "
+              "어텐션에서는 Q, K, V가 모두 같은 X에서 나옵니다."},
+    "stage.qkv.explain.rotary": {
+        "en": "Every token asks a question (its query), offers a label (its key) and carries content (its "
+              "value). The stream X entering layer {layer} is normalised first (RMSNorm, before the sublayer); "
+              "then q and k are rotated by their position (RoPE), v is not. This model's projections have no "
+              "bias.",
+        "ko": "각 토큰은 질문(쿼리)을 던지고, 이름표(키)를 내밀고, 내용(밸류)을 담습니다. {layer}번 레이어에 "
+              "들어오는 스트림 X를 먼저 정규화하고(RMSNorm, 서브레이어 앞), q와 k만 위치에 따라 회전시킵니다(RoPE). "
+              "이 모델의 투영에는 편향이 없습니다."},
+    "stage.qkv.explain.cross": {
+        "en": "In cross-attention the queries come from the decoder (Y: its stream after the masked "
+              "self-attention sublayer of layer {layer}) and the keys and values from the encoder's output H: "
+              "the stream after the last encoder layer ({last}), the same H for every decoder layer.",
+        "ko": "크로스 어텐션에서 쿼리는 디코더에서 옵니다 (Y: {layer}번 레이어의 마스크드 셀프 어텐션 서브레이어를 "
+              "거친 스트림). 키와 밸류는 인코더 출력 H에서 옵니다: 마지막 인코더 레이어({last}번)를 거친 스트림이며, "
+              "모든 디코더 레이어가 같은 H를 읽습니다."},
     "stage.qk.title": {
         "en": "Scores Q·Kᵀ",
         "ko": "점수 Q·Kᵀ"},
@@ -527,47 +639,79 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "각 쿼리를 모든 키와 내적으로 비교합니다. 같은 방향을 가리킬수록 큽니다. i번째 행은 쿼리 i가 모든 키에 준 점수입니다."},
     "stage.scaled.title": {
         "en": "Scaled scores Q·Kᵀ ÷ √d_k",
-        "ko": "크기를 줄인 점수 Q·Kᵀ ÷ √d_k"},
+        "ko": "스케일링한 점수 Q·Kᵀ ÷ √d_k"},
     "stage.scaled.explain": {
-        "en": "Dividing by √d_k keeps the scores in a range where softmax is not saturated, so "
-              "gradients still flow. Same colour range as Q·Kᵀ: the scaled scores look paler.",
-        "ko": "√d_k로 나누면 점수가 softmax가 포화되지 않는 범위에 머물러 기울기가 잘 흐릅니다. Q·Kᵀ와 같은 색 범위라서 나눈 점수가 더 옅게 보입니다."},
+        "en": "Dividing by √d_k (= √{k} ≈ {sqrt}) keeps the scores in a range where softmax is not saturated, "
+              "so gradients still flow. Same colour range as Q·Kᵀ: the scaled scores look paler.",
+        "ko": "√d_k(= √{k} ≈ {sqrt})로 나누면 점수가 소프트맥스를 포화시키지 않는 범위에 머물러 기울기가 잘 "
+              "흐릅니다. Q·Kᵀ와 같은 색 범위로 그렸기 때문에 스케일링한 점수가 더 옅게 보입니다."},
     "stage.mask.title": {
         "en": "Masks: padding, causal, combined",
         "ko": "마스크: 패딩, 인과, 합친 것"},
-    "stage.mask.explain": {
-        "en": "The padding mask hides pad keys; the causal (subsequent) mask stops a decoder position"
-              " from seeing later ones. The model uses both together.",
-        "ko": "패딩 마스크는 패딩 키를 가리고, 인과(후속) 마스크는 디코더가 뒤의 위치를 보지 못하게 합니다. 모델은 둘을 함께 씁니다."},
+    "stage.mask.title.padding": {
+        "en": "Mask: padding",
+        "ko": "마스크: 패딩"},
+    "stage.mask.title.cross": {
+        "en": "Mask: padding of the source",
+        "ko": "마스크: 원문의 패딩"},
+    "stage.mask.explain.causal": {
+        "en": "The padding mask hides pad keys; the causal (subsequent) mask stops each position from seeing "
+              "later ones. This block, a decoder's self-attention, uses both together.",
+        "ko": "패딩 마스크는 패딩 키를 가리고, 인과(후속) 마스크는 각 위치가 뒤의 위치를 보지 못하게 합니다. 디코더의 "
+              "셀프 어텐션인 이 블록은 둘을 함께 씁니다."},
+    "stage.mask.explain.padding": {
+        "en": "Only the padding mask applies here: pad keys are hidden from every query. There is no causal "
+              "mask: every token may attend to every real token, before or after it.",
+        "ko": "여기에는 패딩 마스크만 있습니다: 패딩 키를 모든 쿼리에서 가립니다. 인과 마스크는 없습니다: 각 토큰은 "
+              "앞뒤의 모든 실제 토큰에 주목할 수 있습니다."},
+    "stage.mask.explain.cross": {
+        "en": "Only the padding mask applies: the keys are the encoder's positions, and the source's pad keys "
+              "are hidden. There is no causal mask: every decoder position may read the whole source.",
+        "ko": "패딩 마스크만 있습니다: 키는 인코더의 위치이고, 원문의 패딩 키를 가립니다. 인과 마스크는 없습니다: "
+              "디코더의 모든 위치가 원문 전체를 읽을 수 있습니다."},
     "stage.masked.title": {
         "en": "Masked scores",
         "ko": "마스크를 적용한 점수"},
     "stage.masked.explain": {
-        "en": "Where the mask forbids attention the score becomes −∞ (grey cells), so its softmax "
-              "weight is exactly zero.",
-        "ko": "마스크가 막은 칸의 점수는 −∞(회색 칸)가 되어, softmax 가중치가 정확히 0이 됩니다."},
+        "en": "Where the mask forbids attention the score becomes −∞ (grey cells; {blocked} here), so its "
+              "softmax weight is exactly zero. Tutorial 000 writes −1e9 and tutorial 003 −1e10 instead: in "
+              "float32, e^(−1e9 − max) underflows to exactly 0 as well, so the weights come out the same "
+              "(recomputed for this head with each, the largest difference is {diff}). −∞ says it exactly; "
+              "they differ only on a row with nothing allowed, where −∞ gives NaN (the model writes 0 there) "
+              "and −1e9 a uniform row.",
+        "ko": "마스크가 막은 칸의 점수는 −∞(회색 칸, 여기서는 {blocked}칸)가 되어 소프트맥스 가중치가 정확히 0이 "
+              "됩니다. 튜토리얼 000은 −1e9, 003은 −1e10을 씁니다: float32에서는 e^(−1e9 − max)도 정확히 0으로 "
+              "언더플로되므로 가중치는 똑같습니다 (이 헤드를 두 방식으로 다시 계산한 최대 차이: {diff}). −∞는 그것을 "
+              "그대로 나타냅니다. 둘이 다른 경우는 허용된 칸이 하나도 없는 행뿐입니다: −∞는 NaN을 내고(모델은 "
+              "그 자리에 0을 씀) −1e9는 균등한 행을 냅니다."},
     "stage.softmax.title": {
         "en": "Softmax weights",
-        "ko": "softmax 가중치"},
+        "ko": "소프트맥스 가중치"},
     "stage.softmax.explain": {
         "en": "Softmax turns each row of scores into weights that are positive and sum to 1 (see the "
               "Σ column): how much query i takes from each key.",
-        "ko": "softmax는 점수의 각 행을 양수이고 합이 1인 가중치로 바꿉니다 (Σ 열 참고). 쿼리 i가 각 키에서 얼마나 가져오는지를 뜻합니다."},
+        "ko": "소프트맥스는 점수의 각 행을 양수이고 합이 1인 가중치로 바꿉니다 (Σ 열 참고). 쿼리 i가 각 키에서 얼마나 가져오는지를 뜻합니다."},
     "stage.z.title": {
         "en": "Output z = weights · V",
         "ko": "출력 z = 가중치 · V"},
     "stage.z.explain": {
         "en": "Each query's output is the weighted average of the values, using its row of weights.",
-        "ko": "각 쿼리의 출력은 자기 가중치 행으로 값(V)을 가중 평균한 것입니다."},
+        "ko": "각 쿼리의 출력은 자기 가중치 행으로 밸류(V)를 가중 평균한 것입니다."},
     "stage.out.title": {
         "en": "The head's contribution after W_O",
         "ko": "W_O를 거친 이 헤드의 기여"},
-    "stage.out.explain": {
+    "stage.out.explain.bias": {
         "en": "The heads' outputs are concatenated and projected by W_O; this head's share is its z "
               "times its own d_head rows of W_O. Adding all heads (and the bias) gives the block's "
               "attention output.",
         "ko": "헤드들의 출력을 이어 붙여 W_O로 투영합니다. 이 헤드의 몫은 z에 W_O 중 자기 d_head개 행을 곱한 것이고, 모든 헤드(와 편향)를 더하면 "
               "블록의 어텐션 출력이 됩니다."},
+    "stage.out.explain.no_bias": {
+        "en": "The heads' outputs are concatenated and projected by W_O; this head's share is its z times its "
+              "own d_head rows of W_O. Adding all heads gives the block's attention output (this model's W_O "
+              "has no bias).",
+        "ko": "헤드들의 출력을 이어 붙여 W_O로 투영합니다. 이 헤드의 몫은 z에 W_O 중 자기 d_head개 행을 곱한 "
+              "것이고, 모든 헤드를 더하면 블록의 어텐션 출력이 됩니다 (이 모델의 W_O에는 편향이 없습니다)."},
     "stage.next_token.title": {
         "en": "Top next-token predictions",
         "ko": "다음 토큰 예측 (상위)"},
@@ -575,21 +719,278 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "A decoder predicts the next token at every position, from what it has seen so far. "
               "These are the ten most likely tokens after the chosen position, with their softmax "
               "probabilities.",
-        "ko": "디코더는 위치마다 지금까지 본 것으로 다음 토큰을 예측합니다. 고른 위치 다음에 올 가능성이 가장 높은 토큰 10개와 softmax 확률입니다."},
+        "ko": "디코더는 위치마다 지금까지 본 것으로 다음 토큰을 예측합니다. 고른 위치 다음에 올 가능성이 가장 높은 토큰 10개와 소프트맥스 확률입니다."},
     "stage.cell.title": {
         "en": "One cell, derived",
         "ko": "한 칸을 직접 계산하기"},
     "stage.cell.explain": {
         "en": "Follow one query i and one key j through every step: multiply q and k dimension by "
               "dimension, add up, divide by √d_k, apply the mask, then softmax over the row.",
-        "ko": "쿼리 i와 키 j 하나를 모든 단계에 따라가 봅니다: q와 k를 차원별로 곱해 더하고, √d_k로 나누고, 마스크를 적용한 뒤, 행 전체에 softmax를 합니다."},
+        "ko": "쿼리 i와 키 j 하나를 모든 단계에 따라가 봅니다: q와 k를 차원별로 곱해 더하고, √d_k로 나누고, 마스크를 적용한 뒤, 행 전체에 소프트맥스를 적용합니다."},
     "stage.overview.title": {
         "en": "All layers × heads",
-        "ko": "모든 층 × 헤드"},
+        "ko": "모든 레이어 × 헤드"},
     "stage.overview.explain": {
         "en": "Every head's weights at once. Heads differ: some look at themselves, some at "
               "neighbours, some spread out. Entropy H and mean distance d summarise each.",
         "ko": "모든 헤드의 가중치를 한꺼번에 봅니다. 헤드마다 다릅니다: 자기 자신을 보거나, 이웃을 보거나, 넓게 퍼집니다. 엔트로피 H와 평균 거리 d가 각 헤드를 요약합니다."},
+    # --- the whole block, shapes, tutorial 002 (issue 13) -------------------------------------------
+    "section_block": {
+        "en": "The whole block",
+        "ko": "블록 전체"},
+    "shape": {
+        "en": "Shapes",
+        "ko": "텐서 형태"},
+    "pe_tutorial": {
+        "en": "Tutorial 002's example: d_model = 4, ten positions, n = 100 and n = 10000",
+        "ko": "튜토리얼 002 예제: d_model = 4, 위치 10개, n = 100과 n = 10000"},
+    "pe_tutorial_help": {
+        "en": "Sets the controls to the tutorial's worked example and shows its numbers; switch off to go "
+              "back to this model's settings.",
+        "ko": "조절값을 튜토리얼의 예제로 맞추고 그 숫자를 보여 줍니다. 끄면 이 모델의 설정으로 돌아갑니다."},
+    "ffn_widen": {
+        "en": "widen from d_model = {d} to d_ff = {d_ff} ({ratio}×)",
+        "ko": "d_model(= {d})에서 d_ff(= {d_ff})로 넓히고({ratio}배)"},
+    "ffn_same": {
+        "en": "project from d_model = {d} to d_ff = {d_ff} (no wider in this model; the paper widens 4×)",
+        "ko": "d_model(= {d})에서 d_ff(= {d_ff})로 투영하고(이 모델은 넓히지 않음, 논문은 4배)"},
+    "ffn_input_post": {
+        "en": "the stream after the attention sublayer's add & norm",
+        "ko": "어텐션 서브레이어의 잔차 연결과 정규화를 거친 스트림"},
+    "ffn_input_pre": {
+        "en": "RMSNorm of the stream (the stream itself is not normalised)",
+        "ko": "스트림의 RMSNorm (스트림 자체는 정규화하지 않음)"},
+    "norm_extra_bert": {
+        "en": "Before block 0 one more LayerNorm normalises the embedding sum.",
+        "ko": "0번 블록 앞에서 LayerNorm이 하나 더 임베딩의 합을 정규화합니다."},
+    "norm_extra_llama": {
+        "en": "After the last block one more RMSNorm comes before the output layer.",
+        "ko": "마지막 블록 뒤, 출력 레이어 앞에 RMSNorm이 하나 더 있습니다."},
+    "norm_extra_none": {
+        "en": "Nothing else normalises the stream: embedding + encoding enters block 0 as it is.",
+        "ko": "그 밖에는 스트림을 정규화하지 않습니다: 임베딩 + 위치 인코딩이 그대로 0번 블록에 들어갑니다."},
+    "needs.pe_table": {
+        "en": "a positional vector added to the embedding",
+        "ko": "임베딩에 더하는 위치 벡터가 있는"},
+    "needs.generator": {
+        "en": "an encoder–decoder's generator",
+        "ko": "생성기가 있는 인코더–디코더"},
+    "positional.sinusoidal": {
+        "en": "the sinusoidal encoding",
+        "ko": "사인파 인코딩"},
+    "positional.learned": {
+        "en": "learned position embeddings",
+        "ko": "학습된 위치 임베딩"},
+    "positional.rotary": {
+        "en": "rotary positions (RoPE)",
+        "ko": "회전 위치 인코딩(RoPE)"},
+    "dim.batch": {"en": "batch", "ko": "배치"},
+    "dim.heads": {"en": "heads", "ko": "헤드"},
+    "dim.kv_heads": {"en": "K/V heads", "ko": "K/V 헤드"},
+    "dim.positions": {"en": "positions", "ko": "위치"},
+    "dim.source": {"en": "source positions", "ko": "원문 위치"},
+    "dim.queries": {"en": "queries", "ko": "쿼리"},
+    "dim.keys": {"en": "keys", "ko": "키"},
+    "dim.d_k": {"en": "d_k", "ko": "d_k"},
+    "dim.d_model": {"en": "d_model", "ko": "d_model"},
+    "dim.d_ff": {"en": "d_ff", "ko": "d_ff"},
+    "dim.heads·d_k": {"en": "heads·d_k", "ko": "헤드·d_k"},
+    "dim.kv_heads·d_k": {"en": "K/V heads·d_k", "ko": "K/V 헤드·d_k"},
+    "dim.vocab": {"en": "vocabulary", "ko": "어휘"},
+    "dim.layers": {"en": "layers", "ko": "레이어"},
+    "dim.pairs": {"en": "pairs", "ko": "쌍"},
+    "tensor.ids": {"en": "token ids", "ko": "토큰 id"},
+    "tensor.block0_input": {"en": "input of block 0", "ko": "0번 블록의 입력"},
+    "tensor.attn_out": {"en": "attention output", "ko": "어텐션 출력"},
+    "tensor.logits": {"en": "logits", "ko": "로짓"},
+    "tensor.ffn_hidden": {"en": "feed-forward hidden layer", "ko": "피드포워드 은닉층"},
+    "tensor.layer_output": {"en": "layer output", "ko": "레이어 출력"},
+    "tensor.tutorial_embedding": {"en": "the tutorial's embeddings", "ko": "튜토리얼의 임베딩"},
+    "chain.ids": {"en": "token ids", "ko": "토큰 id"},
+    "chain.ids_dec": {
+        "en": "decoder input: <s> + what the model wrote, shifted one place right",
+        "ko": "디코더 입력: <s> + 모델이 쓴 것, 오른쪽으로 한 칸 민 것"},
+    "chain.embed": {"en": "embedding E[t]", "ko": "임베딩 E[t]"},
+    "chain.embed_scaled": {"en": "embedding E[t] · √d_model (= {scale})", "ko": "임베딩 E[t] · √d_model (= {scale})"},
+    "chain.pe": {"en": "+ positional encoding PE (the same for every sentence)",
+                 "ko": "+ 위치 인코딩 PE (모든 문장에 같음)"},
+    "chain.pe_learned": {"en": "+ learned position embedding P (+ token type)",
+                         "ko": "+ 학습된 위치 임베딩 P (+ 토큰 타입)"},
+    "chain.embed_norm": {"en": "LayerNorm of the sum", "ko": "합의 LayerNorm"},
+    "chain.earlier_layers": {"en": "{n} earlier layer(s): the same steps", "ko": "앞의 레이어 {n}개: 같은 단계"},
+    "chain.layer_input": {"en": "X: the input of layer {layer}", "ko": "X: {layer}번 레이어의 입력"},
+    "chain.self_sublayer": {"en": "Y: after the masked self-attention sublayer (add & norm)",
+                            "ko": "Y: 마스크드 셀프 어텐션 서브레이어 뒤 (잔차 연결과 정규화)"},
+    "chain.rmsnorm_in": {"en": "RMSNorm(X): what the attention reads", "ko": "RMSNorm(X): 어텐션이 읽는 것"},
+    "chain.encoder_output": {"en": "H: the encoder's output (after its last layer): the keys' and values' source",
+                             "ko": "H: 인코더 출력 (마지막 레이어 뒤): 키와 밸류의 재료"},
+    "chain.project_q": {"en": "·W_Q for all heads at once", "ko": "모든 헤드를 한 번에 ·W_Q"},
+    "chain.project_q_b": {"en": "·W_Q + b_Q for all heads at once", "ko": "모든 헤드를 한 번에 ·W_Q + b_Q"},
+    "chain.project_kv": {"en": "·W_K and ·W_V for all K/V heads at once", "ko": "모든 K/V 헤드를 한 번에 ·W_K, ·W_V"},
+    "chain.project_kv_b": {"en": "·W_K + b_K and ·W_V + b_V for all heads at once",
+                           "ko": "모든 헤드를 한 번에 ·W_K + b_K, ·W_V + b_V"},
+    "chain.split_q": {"en": "split into {h} heads of d_k = {k} (view, then transpose): Q",
+                      "ko": "헤드 {h}개로 나누기, d_k = {k} (모양 바꾸기 후 전치): Q"},
+    "chain.split_q_rope": {"en": "split into {h} heads of d_k = {k} (모양 바꾸기, 전치), rotated by position (RoPE): Q",
+                           "ko": "헤드 {h}개로 나누기, d_k = {k} (모양 바꾸기, 전치), 위치만큼 회전(RoPE): Q"},
+    "chain.split_kv": {"en": "split into {h} heads of d_k = {k}: K (and V)",
+                       "ko": "헤드 {h}개로 나누기, d_k = {k}: K (V도 같음)"},
+    "chain.split_kv_rope": {"en": "split into {h} heads of d_k = {k}; K rotated by position (RoPE): K (and V)",
+                            "ko": "헤드 {h}개로 나누기, d_k = {k}; K는 위치만큼 회전(RoPE): K (V도 같음)"},
+    "chain.repeat_kv": {"en": "each K/V head repeated for its {g} query heads (grouped-query): K, V",
+                        "ko": "K/V 헤드마다 쿼리 헤드 {g}개에 복제 (그룹 쿼리): K, V"},
+    "chain.scores": {"en": "scores Q·Kᵀ / √d_k (√{k})", "ko": "점수 Q·Kᵀ / √d_k (√{k})"},
+    "chain.mask": {"en": "padding mask (one for all heads)", "ko": "패딩 마스크 (모든 헤드에 하나)"},
+    "chain.mask_causal": {"en": "padding ∧ causal mask (one for all heads)",
+                          "ko": "패딩 ∧ 인과 마스크 (모든 헤드에 하나)"},
+    "chain.softmax": {"en": "softmax over the keys: weights A", "ko": "키 방향 소프트맥스: 가중치 A"},
+    "chain.z": {"en": "A·V = Z, in each head", "ko": "헤드마다 A·V = Z"},
+    "chain.concat": {"en": "concatenate the heads (transpose, then view)", "ko": "헤드 이어 붙이기 (전치 후 모양 바꾸기)"},
+    "chain.w_o": {"en": "·W_O: the attention output", "ko": "·W_O: 어텐션 출력"},
+    "chain.w_o_b": {"en": "·W_O + b_O: the attention output", "ko": "·W_O + b_O: 어텐션 출력"},
+    "chain.add_norm_attn": {"en": "add & norm: LayerNorm(X + attention)", "ko": "잔차 연결과 정규화: LayerNorm(X + 어텐션)"},
+    "chain.add_norm_cross": {"en": "add & norm: LayerNorm(Y + cross-attention)",
+                             "ko": "잔차 연결과 정규화: LayerNorm(Y + 크로스 어텐션)"},
+    "chain.cross_sublayer": {"en": "cross-attention sublayer (keys, values: the encoder's output H), add & norm",
+                             "ko": "크로스 어텐션 서브레이어 (키, 밸류: 인코더 출력 H), 잔차 연결과 정규화"},
+    "chain.add": {"en": "add: X + attention (not normalised)", "ko": "잔차 연결: X + 어텐션 (정규화 안 함)"},
+    "chain.rmsnorm_ffn": {"en": "RMSNorm: what the feed-forward reads", "ko": "RMSNorm: 피드포워드가 읽는 것"},
+    "chain.ffn_hidden": {"en": "feed-forward hidden layer ({act})", "ko": "피드포워드 은닉층 ({act})"},
+    "chain.ffn_out": {"en": "feed-forward output", "ko": "피드포워드 출력"},
+    "chain.add_norm_ffn": {"en": "add & norm: the output of layer {layer}", "ko": "잔차 연결과 정규화: {layer}번 레이어의 출력"},
+    "chain.add_ffn": {"en": "add: the output of layer {layer}", "ko": "잔차 연결: {layer}번 레이어의 출력"},
+    "chain.later_layers": {"en": "{n} later layer(s): the same steps", "ko": "뒤의 레이어 {n}개: 같은 단계"},
+    "chain.feeds_cross": {"en": "H, the encoder's output: keys and values of the cross-attention in all {n} decoder layers",
+                          "ko": "인코더 출력 H: 디코더 레이어 {n}개 모두의 크로스 어텐션의 키와 밸류"},
+    "chain.final_norm": {"en": "final RMSNorm", "ko": "마지막 RMSNorm"},
+    "chain.logits": {"en": "output layer: logits over the vocabulary, then softmax",
+                     "ko": "출력 레이어: 어휘 전체의 로짓, 그다음 소프트맥스"},
+    "tx.decoder_input": {"en": "decoder input", "ko": "디코더 입력"},
+    "tx.predicts": {"en": "predicts", "ko": "예측"},
+    "tx.text": {"en": "text", "ko": "글"},
+    "tx.rotated": {"en": "no positional vector: q, k are rotated in every layer",
+                   "ko": "위치 벡터 없음: 레이어마다 q, k를 회전"},
+    "tx.trained": {"en": "trained, no formula", "ko": "학습됨, 공식 없음"},
+    "tx.base": {"en": "base", "ko": "밑"},
+    "tx.every_n": {"en": "whatever n", "ko": "n과 상관없이"},
+    "tx.no_bias": {"en": "no bias", "ko": "편향 없음"},
+    "tx.encoder_output": {"en": "encoder output", "ko": "인코더 출력"},
+    "tx.padding": {"en": "padding", "ko": "패딩"},
+    "tx.causal": {"en": "causal", "ko": "인과"},
+    "tx.padding_source": {"en": "padding of the source", "ko": "원문의 패딩"},
+    "tx.no_causal": {"en": "no causal mask", "ko": "인과 마스크 없음"},
+    "tx.otherwise": {"en": "otherwise", "ko": "그 외"},
+    "tx.tied": {"en": "tied", "ko": "공유"},
+    "tx.view": {"en": "view", "ko": "모양 바꾸기"},
+    "tx.transpose": {"en": "transpose", "ko": "전치"},
+    "tx.mask": {"en": "mask", "ko": "마스크"},
+    "tx.softmax": {"en": "softmax", "ko": "소프트맥스"},
+    "fig.softmax": {"en": "softmax", "ko": "소프트맥스"},
+    "fig.d_ff": {"en": "d_ff", "ko": "d_ff"},
+    "fig.ffn_hidden": {"en": "hidden activation", "ko": "은닉 활성값"},
+    "fig.ffn_out": {"en": "feed-forward output", "ko": "피드포워드 출력"},
+    "fig.norm_stats": {"en": "each norm's input, per position", "ko": "위치별 정규화 입력의 통계"},
+    "fig.stat_mean": {"en": "mean μ", "ko": "평균 μ"},
+    "fig.stat_std": {"en": "standard deviation σ", "ko": "표준편차 σ"},
+    "fig.stat_rms": {"en": "root mean square", "ko": "제곱평균제곱근"},
+    "fig.decoder_input": {"en": "decoder input", "ko": "디코더 입력"},
+    "fig.chosen": {"en": "written", "ko": "쓴 토큰"},
+    "fig.step": {"en": "step", "ko": "단계"},
+    "fig.shape": {"en": "shape", "ko": "형태"},
+    "fig.hook": {"en": "hook", "ko": "훅"},
+    "stage.shapes.title": {
+        "en": "Shapes: the tensors, step by step",
+        "ko": "형태: 단계별 텐서"},
+    "stage.shapes.explain": {
+        "en": "Every tensor on the way through layer {layer}, with its real shape for this batch. The attention "
+              "block is highlighted: one projection makes all heads at once (… × heads·d_k), a view and a "
+              "transpose split it into heads (batch × heads × positions × d_k), and after A·V the heads are "
+              "concatenated back (transpose, then view) before W_O.",
+        "ko": "{layer}번 레이어를 지나는 모든 텐서와, 이 배치에서의 실제 형태입니다. 어텐션 블록은 강조했습니다: 투영 "
+              "한 번으로 모든 헤드를 한꺼번에 만들고(… × 헤드·d_k), 모양 바꾸기와 전치로 헤드를 나누며(배치 × 헤드 × "
+              "위치 × d_k), A·V 뒤에는 W_O 앞에서 헤드를 다시 이어 붙입니다(전치 후 모양 바꾸기)."},
+    "stage.ffn.title": {
+        "en": "Feed-forward network",
+        "ko": "피드포워드 네트워크"},
+    "stage.ffn.explain.relu": {
+        "en": "After attention every position goes through the same two-layer network on its own (no position "
+              "reads another): {resize}, ReLU, back to d_model. Its "
+              "input is {input}. ReLU zeroes the negative part: {zero}% of the hidden values are exactly 0 here "
+              "(layer {layer}).",
+        "ko": "어텐션 다음에는 모든 위치가 같은 2층 네트워크를 각자 통과합니다 (다른 위치를 읽지 않음): {resize}, "
+              "ReLU를 거쳐, 다시 d_model로 돌아옵니다. 입력은 "
+              "{input}입니다. ReLU는 음수를 0으로 만듭니다: 여기서({layer}번 레이어) 은닉값의 {zero}%가 정확히 "
+              "0입니다."},
+    "stage.ffn.explain.gelu": {
+        "en": "After attention every position goes through the same two-layer network on its own (no position "
+              "reads another): {resize}, {act} (a smooth ReLU: "
+              "small negative values pass, damped), back to d_model. Its input is {input}. Here (layer "
+              "{layer}) {neg}% of the hidden values are negative.",
+        "ko": "어텐션 다음에는 모든 위치가 같은 2층 네트워크를 각자 통과합니다 (다른 위치를 읽지 않음): {resize}, "
+              "{act}(부드러운 ReLU: 작은 음수는 줄어든 채 통과)를 거쳐, 다시 d_model로 돌아옵니다. 입력은 {input}입니다. 여기서({layer}번 레이어) 은닉값의 {neg}%가 "
+              "음수입니다."},
+    "stage.ffn.explain.swiglu": {
+        "en": "After attention every position goes through the same network on its own (no position reads "
+              "another): two projections from d_model = {d} to d_ff = {d_ff}, one through SiLU acting as a gate "
+              "on the other (element by element), then W_down back to d_model. No biases. Its input is "
+              "{input}. Here (layer {layer}) {neg}% of the hidden values are negative.",
+        "ko": "어텐션 다음에는 모든 위치가 같은 네트워크를 각자 통과합니다 (다른 위치를 읽지 않음): d_model = {d}에서 "
+              "d_ff = {d_ff}로 가는 투영 두 개 중 하나가 SiLU를 거쳐 다른 하나의 게이트가 되고(성분별 곱), W_down으로 "
+              "다시 d_model로 줄입니다. 편향은 없습니다. 입력은 {input}입니다. 여기서({layer}번 레이어) 은닉값의 "
+              "{neg}%가 음수입니다."},
+    "stage.residual_norm.title": {
+        "en": "Residual connections and norms",
+        "ko": "잔차 연결과 정규화"},
+    "stage.residual_norm.explain.post_ln": {
+        "en": "Each sublayer adds its output to the stream it read (the residual connection), and a LayerNorm "
+              "normalises the sum (post-LN, as in the paper): per position, subtract the mean μ, divide by the "
+              "standard deviation σ, then scale by γ and shift by β (both learned). The panels follow layer "
+              "{layer} in order; the bottom plot shows μ and σ of each norm's input per position. {extra}",
+        "ko": "각 서브레이어는 읽은 스트림에 자기 출력을 더하고(잔차 연결), LayerNorm이 그 합을 정규화합니다 (논문처럼 "
+              "뒤에서 정규화, post-LN): 위치마다 평균 μ를 빼고 표준편차 σ로 나눈 뒤, 학습된 γ를 곱하고 β를 더합니다. "
+              "그림은 {layer}번 레이어를 순서대로 따라가고, 아래 그래프는 각 정규화 입력의 위치별 μ와 σ입니다. {extra}"},
+    "stage.residual_norm.explain.pre_rms": {
+        "en": "This model normalises before each sublayer instead (pre-norm): the sublayer reads RMSNorm(x), "
+              "and its output is added to the stream x itself, which is never normalised on its way through "
+              "the blocks. RMSNorm divides each position by its root mean square (no mean subtracted, no shift) "
+              "and scales by γ. The panels follow layer {layer} in order; the bottom plot shows each norm "
+              "input's root mean square per position. {extra}",
+        "ko": "이 모델은 반대로 각 서브레이어 앞에서 정규화합니다 (pre-norm): 서브레이어는 RMSNorm(x)를 읽고, 그 "
+              "출력은 스트림 x 자체에 더해집니다. 스트림 자체는 블록들을 지나는 동안 정규화되지 않습니다. RMSNorm은 "
+              "위치마다 제곱평균제곱근으로 나누고(평균을 빼지도, 더하지도 않음) γ를 곱합니다. 그림은 {layer}번 "
+              "레이어를 순서대로 따라가고, 아래 그래프는 각 정규화 입력의 위치별 제곱평균제곱근입니다. {extra}"},
+    "stage.logits.title": {
+        "en": "The generator: next-character probabilities",
+        "ko": "생성기: 다음 글자의 확률"},
+    "stage.logits.explain": {
+        "en": "The last decoder layer's stream h_t (layer {last}) times Eᵀ — the embedding matrix again, no "
+              "separate output matrix — gives one score per character of the vocabulary ({V}); softmax turns "
+              "them into probabilities. Each row is one decoder position, labelled by the token it reads; the "
+              "cells are the {k} most likely next characters, and the outlined one is what the model wrote "
+              "(greedy: the most likely). All rows come from one teacher-forced pass over <s> + what the model "
+              "wrote, shifted right: row t reads the tokens up to t and predicts token t + 1.",
+        "ko": "마지막 디코더 레이어({last}번)의 스트림 h_t에 Eᵀ를 곱하면 — 출력 행렬을 따로 두지 않고 임베딩 행렬을 "
+              "다시 씀 — 어휘({V}개)의 글자마다 점수가 하나씩 나오고, 소프트맥스가 이를 확률로 바꿉니다. 각 행은 디코더 "
+              "위치 하나이며 그 위치가 읽는 토큰으로 표시했습니다. 칸은 가능성이 가장 높은 다음 글자 {k}개이고, 테두리를 "
+              "친 것이 모델이 쓴 글자입니다 (그리디: 가장 높은 것). 모든 행은 <s> + 모델이 쓴 것을 오른쪽으로 한 칸 민 "
+              "입력을 한 번에 통과시킨 결과(티처 포싱)입니다: t번 행은 t까지의 토큰을 읽고 t + 1번 토큰을 예측합니다."},
+    "stage.pe_tutorial.title": {
+        "en": "Tutorial 002, reproduced: d_model = 4, ten positions",
+        "ko": "튜토리얼 002 재현: d_model = 4, 위치 10개"},
+    "stage.pe_tutorial.explain": {
+        "en": "The worked example of tutorial 002: a 4-dimensional embedding, ten positions, div_term = "
+              "1/n^(2i/d_model) for n = 100, 1000 and 10000 (its values are in the subtitle), the encodings, and "
+              "the tutorial's three sentences' embedding + encoding (dropout 0), to two decimals as the tutorial "
+              "prints them. With d_model = 4 there are only two frequencies: the first pair turns 1 radian per "
+              "position for every n, the second 1/√n: 0.10 for n = 100, 0.01 for n = 10000, almost constant over "
+              "ten positions. (The tutorial's embedding is random and printed to two decimals; the vectors used "
+              "here reproduce all of its printed tables.)",
+        "ko": "튜토리얼 002의 예제입니다: 4차원 임베딩, 위치 10개, n = 100, 1000, 10000의 div_term = "
+              "1/n^(2i/d_model) (값은 부제목), 위치 인코딩, 그리고 튜토리얼의 세 문장의 임베딩 + 위치 인코딩(드롭아웃 "
+              "0)을 튜토리얼처럼 소수 둘째 자리까지 보여 줍니다. d_model = 4이면 주파수는 두 개뿐입니다: 첫 번째 쌍은 "
+              "n과 상관없이 위치마다 1라디안, 두 번째 쌍은 1/√n만큼 돕니다 (n = 100이면 0.10, n = 10000이면 0.01로 "
+              "위치 10개 동안 거의 변하지 않음). (튜토리얼의 임베딩은 무작위이고 소수 둘째 자리까지만 출력되어 있어, 여기서는 "
+              "출력된 모든 표를 그대로 재현하는 벡터를 씁니다.)"},
     # --- export (the sidebar's export section) -----------------------------------------------------
     "export.export": {
         "en": "Export (slides)",

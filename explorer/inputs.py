@@ -13,8 +13,8 @@ MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
 MODELS = ("seed", "seed-sort", "minilm", "smollm2")
-VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "decoding", "whatif",
-         "compare")
+VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "decoding",
+         "whatif", "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 

@@ -133,7 +133,10 @@ def run_bytes(info, n_tokens: list[int]) -> int:
     blocks = info.n_layers + (2 * info.n_decoder_layers if info.kind == "encoder-decoder" else 0)
     b, t = len(n_tokens), max(n_tokens or [1]) + (8 if info.kind == "encoder-decoder" else 0)
     per_block = b * (info.n_heads * t * (3 * t + 4 * info.d_head) + t * info.d_model) * 4
-    return blocks * per_block
+    # and every layer's stream, sums or normed inputs, feed-forward hidden and output
+    layers = info.n_layers + (info.n_decoder_layers if info.kind == "encoder-decoder" else 0)
+    per_layer = b * t * (6 * info.d_model + getattr(info, "d_ff", 0)) * 4
+    return blocks * per_block + layers * per_layer
 
 
 def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None, edits="") -> RunData:

@@ -40,6 +40,17 @@ class ModelInfo:
     n_decoder_layers: int = 0  # encoder–decoder only
     positional_base: float | None = None  # sinusoidal base n, or the rotary base
     description: str = ""
+    # what the words on screen need (defaults: the paper's Transformer)
+    embed_scale: float = 1.0  # token embeddings are multiplied by this before anything is added (√d_model or 1)
+    embed_norm: bool = False  # a LayerNorm follows embedding + position, before block 0 (BERT)
+    norm: str = "post-LayerNorm"  # "post-LayerNorm" (x = Norm(x + f(x))) | "pre-RMSNorm" (x = x + f(Norm(x)))
+    final_norm: bool = False  # a norm follows the last block (pre-norm models)
+    ffn: str = "ReLU"  # the feed-forward's activation: "ReLU" | "GELU" | "GELU (tanh)" | "SwiGLU"
+    d_ff: int = 0  # the feed-forward's hidden width
+    qkv_bias: bool = True  # W_Q, W_K, W_V have a bias b_Q, b_K, b_V
+    out_bias: bool = True  # W_O has a bias b_O
+    ffn_bias: bool = True  # the feed-forward's projections have biases
+    tied_output: bool = False  # the output projection is the token embedding matrix (transposed)
 
     max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
     #                      0 here: 512, or max_len if smaller

@@ -58,23 +58,37 @@ class FeedForward(nn.Module):
         self.W_out = nn.Linear(d_ff, d_model)
         self.act = ACTIVATIONS[act]
 
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.W_in(x))  # (B, T, d_ff)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        return self.W_out(h)  # (B, T, d)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.W_out(self.act(self.W_in(x)))
+        return self.project(self.hidden(x))
 
 
 class BertBlock(nn.Module):
     def __init__(self, cfg: BertConfig) -> None:
         super().__init__()
         d = cfg.hidden_size
+        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
         self.self_attn = Attention(d, cfg.num_attention_heads)
+        self.hook_attn_sum = HookPoint()  # (B, T, d) x + SelfAttn(x), before ln1
         self.ln1 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
+        self.hook_resid_mid = HookPoint()  # (B, T, d) after ln1
         self.ffn = FeedForward(d, cfg.intermediate_size, cfg.hidden_act)
+        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff) act(x W_in + b_in)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self.hook_ffn_sum = HookPoint()  # (B, T, d) x + FFN(x), before ln2
         self.ln2 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = self.ln1(x + self.self_attn(x, mask=mask))
-        x = self.ln2(x + self.ffn(x))
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.ln1(self.hook_attn_sum(x + self.self_attn(x, mask=mask))))
+        f = self.hook_ffn_out(self.ffn.project(self.hook_ffn_hidden(self.ffn.hidden(x))))
+        x = self.ln2(self.hook_ffn_sum(x + f))
         return self.hook_resid_post(x)
 
 
@@ -114,6 +128,8 @@ class Bert(HookedModel):
             name=name, kind="encoder", n_layers=cfg.num_hidden_layers, n_heads=n, n_kv_heads=n,
             d_model=d, d_head=d // n, positional="learned", vocab_size=cfg.vocab_size,
             max_len=cfg.max_position_embeddings, description=description,
+            embed_scale=1.0, embed_norm=True, norm="post-LayerNorm", d_ff=cfg.intermediate_size,
+            ffn={"relu": "ReLU", "gelu": "GELU"}.get(cfg.hidden_act, "GELU (tanh)"),
         )
         self.setup_hooks()
 

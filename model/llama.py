@@ -82,8 +82,14 @@ class SwiGLU(nn.Module):
         self.W_up = nn.Linear(d_model, d_ff, bias=False)
         self.W_down = nn.Linear(d_ff, d_model, bias=False)
 
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.silu(self.W_gate(x)) * self.W_up(x)  # (B, T, d_ff)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        return self.W_down(h)  # (B, T, d)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.W_down(nn.functional.silu(self.W_gate(x)) * self.W_up(x))
+        return self.project(self.hidden(x))
 
 
 class LlamaBlock(nn.Module):
@@ -91,16 +97,25 @@ class LlamaBlock(nn.Module):
 
     def __init__(self, cfg: LlamaConfig) -> None:
         super().__init__()
+        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
         self.ln1 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.hook_attn_normed = HookPoint()  # (B, T, d) RMSNorm(x): what the attention reads
         self.self_attn = Attention(cfg.d_model, cfg.n_heads, n_kv_heads=cfg.n_kv_heads,
                                    d_head=cfg.d_head, bias=False)
+        self.hook_resid_mid = HookPoint()  # (B, T, d) x + Attn(RMSNorm(x))
         self.ln2 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.hook_ffn_normed = HookPoint()  # (B, T, d) RMSNorm(x): what the feed-forward reads
         self.mlp = SwiGLU(cfg.d_model, cfg.d_ff)
+        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff) silu(x W_gate) * (x W_up)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, rotary, kv: KVCache | None = None) -> torch.Tensor:
-        x = x + self.self_attn(self.ln1(x), mask=mask, rotary=rotary, cache=kv)
-        x = x + self.mlp(self.ln2(x))
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(x + self.self_attn(self.hook_attn_normed(self.ln1(x)), mask=mask, rotary=rotary,
+                                                   cache=kv))
+        f = self.hook_ffn_out(self.mlp.project(self.hook_ffn_hidden(self.mlp.hidden(self.hook_ffn_normed(self.ln2(x))))))
+        x = x + f
         return self.hook_resid_post(x)
 
 
@@ -142,6 +157,8 @@ class Llama(HookedModel):
             n_kv_heads=cfg.n_kv_heads, d_model=cfg.d_model, d_head=cfg.d_head,
             positional="rotary", vocab_size=cfg.vocab_size, max_len=cfg.max_len,
             positional_base=cfg.rope_base, description=description,
+            embed_scale=1.0, norm="pre-RMSNorm", final_norm=True, ffn="SwiGLU", d_ff=cfg.d_ff,
+            qkv_bias=False, out_bias=False, ffn_bias=False, tied_output=cfg.tied,
         )
         self.setup_hooks()
 

@@ -65,42 +65,67 @@ class FeedForward(nn.Module):
         self.W_in = nn.Linear(d_model, d_ff)
         self.W_out = nn.Linear(d_ff, d_model)
 
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.W_in(x))  # (B, T, d_ff)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        return self.W_out(h)  # (B, T, d)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.W_out(torch.relu(self.W_in(x)))
+        return self.project(self.hidden(x))
 
 
 class EncoderBlock(nn.Module):
     def __init__(self, cfg: SeedConfig) -> None:
         super().__init__()
+        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
         self.self_attn = Attention(cfg.d_model, cfg.n_heads)
+        self.hook_attn_sum = HookPoint()  # (B, T, d) x + SelfAttn(x), before ln1
         self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.hook_resid_mid = HookPoint()  # (B, T, d) after ln1: the stream between the sublayers
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff) ReLU(x W_in + b_in)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self.hook_ffn_sum = HookPoint()  # (B, T, d) x + FFN(x), before ln2
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = self.ln1(x + self.self_attn(x, mask=mask))
-        x = self.ln2(x + self.ffn(x))
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.ln1(self.hook_attn_sum(x + self.self_attn(x, mask=mask))))
+        f = self.hook_ffn_out(self.ffn.project(self.hook_ffn_hidden(self.ffn.hidden(x))))
+        x = self.ln2(self.hook_ffn_sum(x + f))
         return self.hook_resid_post(x)
 
 
 class DecoderBlock(nn.Module):
     def __init__(self, cfg: SeedConfig) -> None:
         super().__init__()
+        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
         self.self_attn = Attention(cfg.d_model, cfg.n_heads)
+        self.hook_attn_sum = HookPoint()  # (B, T, d) x + SelfAttn(x), before ln1
         self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.hook_resid_mid = HookPoint()  # (B, T, d) after ln1
         self.cross_attn = Attention(cfg.d_model, cfg.n_heads)
+        self.hook_cross_sum = HookPoint()  # (B, T, d) x + CrossAttn(x, encoder output), before ln2
         self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.hook_resid_mid_cross = HookPoint()  # (B, T, d) after ln2
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff)
+        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff) ReLU(x W_in + b_in)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self.hook_ffn_sum = HookPoint()  # (B, T, d) x + FFN(x), before ln3
         self.ln3 = nn.LayerNorm(cfg.d_model)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def forward(self, x, memory, self_mask, cross_mask, kv=None) -> torch.Tensor:
         """kv: this call's (self-attention, cross-attention) key/value caches, step by step."""
         self_kv, cross_kv = kv or (None, None)
-        x = self.ln1(x + self.self_attn(x, mask=self_mask, cache=self_kv))
-        x = self.ln2(x + self.cross_attn(x, kv=memory, mask=cross_mask, cache=cross_kv))
-        x = self.ln3(x + self.ffn(x))
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.ln1(self.hook_attn_sum(x + self.self_attn(x, mask=self_mask, cache=self_kv))))
+        x = self.hook_resid_mid_cross(self.ln2(self.hook_cross_sum(
+            x + self.cross_attn(x, kv=memory, mask=cross_mask, cache=cross_kv))))
+        f = self.hook_ffn_out(self.ffn.project(self.hook_ffn_hidden(self.ffn.hidden(x))))
+        x = self.ln3(self.hook_ffn_sum(x + f))
         return self.hook_resid_post(x)
 
 
@@ -166,6 +191,8 @@ class SeedTransformer(HookedModel):
             positional="sinusoidal", vocab_size=cfg.vocab_size, max_len=cfg.max_len,
             n_decoder_layers=cfg.n_decoder_layers, positional_base=cfg.pe_base,
             description=f"seed Transformer, task: {cfg.task}",
+            embed_scale=math.sqrt(cfg.d_model), norm="post-LayerNorm", ffn="ReLU", d_ff=cfg.d_ff,
+            tied_output=True,
         )
         self.setup_hooks()
 

@@ -27,16 +27,29 @@ from .attention import causal_mask, padding_mask
 from .base import pad_batch
 from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
 from .seed import SeedConfig, SeedTransformer
-from .tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, save
+from .tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, decode_chars,
+                        save)
 
 MAX_CHARS = 40
 # cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)
 MIX = (0.12, 0.62, 0.82, 0.9)
 # what `python -m model.train TASK` runs unless told otherwise: the shipped weights' recipes
 RECIPES = {
-    "reverse": dict(steps=3300, lr=2e-3, ramp=0.25, long_bias=0.7, pe_base=20.0, d_ff=128),
-    "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0, d_ff=256),
+    "reverse": dict(steps=3300, lr=2e-3, ramp=0.25, long_bias=0.7, pe_base=20.0, d_ff=128, unk_rate=0.03),
+    "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0, d_ff=256, unk_rate=0.0),
 }
+# Characters outside the seed vocabulary (each one code point, unchanged by NFC, so each becomes one
+# <unk>): what people paste into the app (√, curly quotes, accents, emoji, other scripts, jamo). The
+# reverse task mixes them in at ``unk_rate`` of the positions, and the target keeps each <unk> in its
+# reversed place, so the model learns to write <unk> where the input had one.
+UNKNOWN_CHARS = ("√∑∞≈≠≤≥→←↑↓×÷±°•…“”‘’–—€£¥©®™§¶"
+                 "éèêëàâäçñöüßÉÀÇÑ"
+                 "αβγδεθλμπσφωΑΒΓΔΩ"
+                 "абвгдежзиклмнопрстЖЯ"
+                 "中文日本語人大小山水學"
+                 "あいうえおかきアイウ"
+                 "ㄱㄴㄷㄹㅁㅂㅅㅇㅈㅎㅏㅓㅗㅜㅡㅣ"
+                 "😀🙂👍🎉🔥❤★☆♪")
 LOWER = string.ascii_lowercase
 # A few common syllables and words so that "natural" sequences look like text, not noise.
 _EN_WORDS = ("the a of and to in is it you that he was for on are as with his they at be this "
@@ -68,12 +81,29 @@ def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> st
     return out[:n]
 
 
+def expected_output(task: str, s: str, tt) -> str:
+    """What the model should write for ``s``, as it can write it: the task's target with every
+    character outside the vocabulary as the visible token ``<unk>`` (the target itself when all its
+    characters are in the vocabulary)."""
+    return decode_chars(tt, tt.encode([task_target(task, s)])[0].ids)
+
+
+def with_unknowns(s: str, rng: random.Random, rate: float) -> str:
+    """``s`` with each character replaced, with probability ``rate``, by one outside the vocabulary."""
+    if rate <= 0:  # draws nothing: the other recipes' random streams stay as they were
+        return s
+    return "".join(rng.choice(UNKNOWN_CHARS) if rng.random() < rate else c for c in s)
+
+
 def sample_input(task: str, rng: random.Random, n: int | None = None, max_chars: int = MAX_CHARS,
-                 long_bias: float = 0.0) -> str:
+                 long_bias: float = 0.0, unk_rate: float = 0.0) -> str:
     """One training/evaluation input of 1..max_chars characters from the task's domain.
 
     Lengths are uniform, except that with probability ``long_bias`` the longer of two draws is
-    taken (long inputs are where positional attention must be most precise)."""
+    taken (long inputs are where positional attention must be most precise). ``unk_rate``: the
+    share of positions (in expectation) given a character outside the vocabulary instead."""
+    if unk_rate > 0:
+        return with_unknowns(sample_input(task, rng, n, max_chars, long_bias), rng, unk_rate)
     n = n or (max(rng.randint(1, max_chars), rng.randint(1, max_chars)) if rng.random() < long_bias
               else rng.randint(1, max_chars))
     if task == "sort":  # lowercase letters, biased toward few distinct letters now and then
@@ -182,20 +212,20 @@ def exact_match(model: SeedTransformer, task: str, inputs: list[str], batch: int
     for i in range(0, len(inputs), batch):
         chunk = inputs[i: i + batch]
         out = model.run(chunk)
-        ok += sum(g == task_target(task, s) for g, s in zip(out.generated, chunk))
+        ok += sum(g == expected_output(task, s, model.tokenizer) for g, s in zip(out.generated, chunk))
     return ok / len(inputs)
 
 
-def held_out(task: str, n: int, seed: int) -> list[str]:
+def held_out(task: str, n: int, seed: int, unk_rate: float = 0.0) -> list[str]:
     rng = random.Random(10_000 + seed)
-    return [sample_input(task, rng) for _ in range(n)]
+    return [sample_input(task, rng, unk_rate=unk_rate) for _ in range(n)]
 
 
 def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict,
           log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3,
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
           stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
-          ramp: float = 0.5, final_eval: int = 1000) -> tuple[SeedTransformer, dict]:
+          ramp: float = 0.5, final_eval: int = 1000, unk_rate: float = 0.0) -> tuple[SeedTransformer, dict]:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tt = char_tokenizer()
@@ -214,7 +244,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     model.train()
     for step in bar:
         longest = curriculum(step, steps, start_len, ramp)
-        srcs = [sample_input(task, rng, max_chars=longest, long_bias=long_bias) for _ in range(batch_size)]
+        srcs = [sample_input(task, rng, max_chars=longest, long_bias=long_bias, unk_rate=unk_rate)
+                for _ in range(batch_size)]
         pieces = split_by_length(task, tt, srcs, split)
         opt.zero_grad(set_to_none=True)
         loss = accumulate_gradient(model, pieces, always)
@@ -225,19 +256,20 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if eval_every and step and step % eval_every == 0:
             model.eval()
-            acc = exact_match(model, task, held_out(task, 400, seed + 1))
+            acc = exact_match(model, task, held_out(task, 400, seed + 1, unk_rate))
             model.train()
             log(f"step {step} ({time.time() - t0:.0f} s): exact match {acc:.4f} on 400 held-out inputs")
             if checkpoint:
                 model.save(checkpoint, extra={"training": {"steps": step}})
     model.eval()
     seconds = time.time() - t0
-    acc = exact_match(model, task, held_out(task, final_eval, seed))
+    acc = exact_match(model, task, held_out(task, final_eval, seed, unk_rate))
     log(f"{task}: {steps} steps in {seconds:.0f} s; held-out exact match {acc:.4f}")
     return model, {"steps": min(steps, stop_after or steps), "schedule_steps": steps, "batch_size": batch_size, "train_seconds": round(seconds, 1),
                    "held_out_exact_match": acc, "lr": lr, "start_len": start_len, "seed": seed,
                    "init": str(init) if init else None, "split": split,
-                   "long_bias": long_bias, "ramp": ramp, "mix": list(MIX) if task == "reverse" else None}
+                   "long_bias": long_bias, "ramp": ramp, "mix": list(MIX) if task == "reverse" else None,
+                   "unk_rate": unk_rate}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--long-bias", type=float, default=None,
                    help="probability of drawing a length as the longer of two uniform draws (default: per task)")
     p.add_argument("--pe-base", type=float, default=None, help="positional-encoding base n (default: per task)")
+    p.add_argument("--unk-rate", type=float, default=None,
+                   help="share of input positions given a character outside the vocabulary (<unk>), kept in "
+                        "place in the target (default: per task)")
     p.add_argument("--split", type=int, default=2, help="pieces a batch is split into by length")
     p.add_argument("--mix", type=str, default=None,
                    help="cumulative shares ASCII,Hangul,mixed,few-distinct of reverse inputs (rest: words)")
@@ -279,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
                          lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
                          init=a.init, start_len=a.start_len, stop_after=a.stop_after,
-                         split=a.split, long_bias=a.long_bias, ramp=a.ramp)
+                         split=a.split, long_bias=a.long_bias, ramp=a.ramp, unk_rate=a.unk_rate)
     ASSETS.mkdir(exist_ok=True)
     if not SEED_TOKENIZER.exists():
         save(build_char_tokenizer(), SEED_TOKENIZER)

@@ -230,7 +230,7 @@ def test_bundle_files_decode(bundle, selection):
             assert png_size(data) == (2 * w, 2 * h), name
         elif name.endswith(".svg"):
             texts = svg_texts(data)
-            assert any("층 0" in t and "헤드 1" in t for t in texts), f"{name}: no caption"
+            assert any("레이어 0" in t and "헤드 1" in t for t in texts), f"{name}: no caption"
             if all(any(t == tok for t in texts) for tok in tokens):
                 found_tokens = True
         elif name.endswith(".pdf"):
@@ -310,7 +310,8 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
     assert "exporting" in r.stderr  # the progress bar
     files = sorted(p.name for p in out.iterdir())
     info = model.load(tiny).info
-    applicable = [s for s in ex.stage_ids() if views.ready(s, info)]  # no --edit/--compare: no what-if
+    # "all": every stage the model has, but those drawn on demand (the tutorial 002 preset) and the what-if ones
+    applicable = [s for s in ex.stage_ids() if views.ready(s, info) and not views.REGISTRY[s].on_demand]
     assert len(applicable) < len(ex.stage_ids())  # "all" skips what this model doesn't have
     n = len(applicable)
     assert len(files) == 3 * n
@@ -470,7 +471,8 @@ def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(app_server, tmp_
     from explorer.views import stages
 
     seed_info = {"kind": "encoder-decoder", "n_heads": 8, "n_kv_heads": 8, "positional": "sinusoidal"}
-    assert {f["stage"] for f in doc["files"]} == {s for s in ex.stage_ids() if stages.ready(s, seed_info)}
+    assert {f["stage"] for f in doc["files"]} == {s for s in ex.stage_ids() if stages.ready(s, seed_info)
+                                                  and not stages.REGISTRY[s].on_demand}
 
 
 def test_a_missing_cjk_font_is_detected(monkeypatch, tmp_path):

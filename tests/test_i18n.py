@@ -48,7 +48,8 @@ def string_literals(paths) -> set[str]:
 def unused_keys(words: dict, literals: set[str]) -> list[str]:
     """Keys no code can reach: not written out, not the suffix of a family read by suffix
     ("fig." through fig_labels, "export." through export_ui._t), not made from a registry."""
-    dynamic = {f"stage.{sid}.{part}" for sid in stages.STAGE_IDS for part in ("title", "explain")}
+    dynamic = {key for record in stages.REGISTRY.values() for key in record.keys()}  # the registry's words
+    dynamic |= {f"positional.{kind}" for kind in ("sinusoidal", "learned", "rotary")}  # ModelInfo.positional
     dynamic |= {f"blocks.{b}" for b in stages.BLOCKS} | {f"models.{m}" for m in inputs.MODELS}
     dynamic |= {f"section_{s}" for s, _ in stages.SECTIONS} | {f"section_{v}" for v in inputs.VIEWS}
     out = []
@@ -56,7 +57,7 @@ def unused_keys(words: dict, literals: set[str]) -> list[str]:
         family, _, suffix = key.partition(".")
         if key in literals or key in dynamic:
             continue
-        if family in ("fig", "export") and suffix in literals:
+        if family in ("fig", "export", "chain", "dim", "tx") and suffix in literals:
             continue
         out.append(key)
     return out

@@ -250,10 +250,18 @@ def gguf_file(tmp_path):
 
 # --- the hook contract, for both families -------------------------------------------------------
 def pinned_names(stack: str, n_layers: int, pos_embed: bool) -> list[str]:
+    """BERT (post-LayerNorm, pos_embed) and Llama (pre-RMSNorm): the block's hooks in forward order."""
     names = [f"{stack}.hook_embed"] + ([f"{stack}.hook_pos_embed"] if pos_embed else [])
     for i in range(n_layers):
-        names += [f"{stack}.blocks.{i}.self_attn.{h}" for h in ATTN_HOOKS]
-        names.append(f"{stack}.blocks.{i}.hook_resid_post")
+        b = f"{stack}.blocks.{i}"
+        attn = [f"{b}.self_attn.{h}" for h in ATTN_HOOKS]
+        if pos_embed:  # post-LN: x -> Norm(x + Attn(x)) -> Norm(x + FFN(x))
+            names += [f"{b}.hook_resid_pre", *attn, f"{b}.hook_attn_sum", f"{b}.hook_resid_mid",
+                      f"{b}.hook_ffn_hidden", f"{b}.hook_ffn_out", f"{b}.hook_ffn_sum"]
+        else:  # pre-RMSNorm: x -> x + Attn(Norm(x)) -> x + FFN(Norm(x))
+            names += [f"{b}.hook_resid_pre", f"{b}.hook_attn_normed", *attn, f"{b}.hook_resid_mid",
+                      f"{b}.hook_ffn_normed", f"{b}.hook_ffn_hidden", f"{b}.hook_ffn_out"]
+        names.append(f"{b}.hook_resid_post")
     return names
 
 
@@ -273,6 +281,53 @@ def test_hook_names_pinned(loaded):
         assert loaded.hook_names == pinned_names("decoder", 2, pos_embed=False)
         assert (info.positional, info.n_heads, info.n_kv_heads) == ("rotary", 4, 2)
         assert (info.positional_base, info.max_len, info.d_head) == (500.0, 64, 8)
+
+
+def test_block_hooks_are_the_blocks_maths(loaded):
+    """The stream hooks reproduce each residual add, each norm and the feed-forward, and the model
+    describes its own block (norm placement, activation, d_ff, biases) as its forward does it."""
+    with torch.no_grad():
+        check_block_hooks(loaded)
+
+
+def check_block_hooks(loaded):
+    out, cache = loaded.run_with_cache(SENTENCES)
+    info, stack = loaded.info, loaded.info.stacks[0]
+    B, T = len(SENTENCES), max(len(t) for t in cache.token_ids)
+    for i, block in enumerate(getattr(loaded, stack if stack == "encoder" else "decoder").blocks):
+        b = f"{stack}.blocks.{i}."
+        x, attn_out = cache[b + "hook_resid_pre"], cache[b + "self_attn.hook_out"]
+        hidden, ffn_out = cache[b + "hook_ffn_hidden"], cache[b + "hook_ffn_out"]
+        assert hidden.shape == (B, T, info.d_ff)
+        ffn = block.ffn if info.norm == "post-LayerNorm" else block.mlp
+        assert torch.allclose(ffn.project(hidden), ffn_out, atol=1e-6)
+        if info.norm == "post-LayerNorm":
+            assert torch.equal(cache[b + "hook_attn_sum"], x + attn_out)
+            assert torch.allclose(cache[b + "hook_resid_mid"], block.ln1(x + attn_out), atol=1e-6)
+            mid = cache[b + "hook_resid_mid"]
+            assert torch.allclose(ffn.hidden(mid), hidden, atol=1e-6)
+            assert torch.equal(cache[b + "hook_ffn_sum"], mid + ffn_out)
+            assert torch.allclose(cache[b + "hook_resid_post"], block.ln2(mid + ffn_out), atol=1e-6)
+        else:
+            assert torch.allclose(cache[b + "hook_attn_normed"], block.ln1(x), atol=1e-6)
+            assert torch.equal(cache[b + "hook_resid_mid"], x + attn_out)
+            mid = cache[b + "hook_resid_mid"]
+            assert torch.allclose(cache[b + "hook_ffn_normed"], block.ln2(mid), atol=1e-6)
+            assert torch.allclose(ffn.hidden(block.ln2(mid)), hidden, atol=1e-6)
+            assert torch.equal(cache[b + "hook_resid_post"], mid + ffn_out)
+        if i:
+            assert torch.equal(x, cache[f"{stack}.blocks.{i - 1}.hook_resid_post"])
+    if info.kind == "encoder":
+        assert (info.norm, info.ffn, info.d_ff, info.embed_scale, info.embed_norm) == \
+            ("post-LayerNorm", "GELU", BERT_CFG["intermediate_size"], 1.0, True)
+        assert info.qkv_bias and info.out_bias
+    else:
+        assert (info.norm, info.ffn, info.d_ff, info.embed_scale, info.final_norm) == \
+            ("pre-RMSNorm", "SwiGLU", LLAMA["ff"], 1.0, True)
+        assert not info.qkv_bias and not info.out_bias
+    plain = loaded.run(SENTENCES)  # the hooks change nothing
+    for a, b in ((plain.logits, out.logits), (plain.hidden, out.hidden)):
+        assert (a is None and b is None) or torch.equal(a, b)
 
 
 def test_hook_shapes_and_attention_maths(loaded):

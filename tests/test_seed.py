@@ -194,16 +194,61 @@ def test_hook_names_are_pinned(m):
     names = m.hook_names
     per_attn = ["hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_masked_scores",
                 "hook_pattern", "hook_z", "hook_out"]
+    ffn = ["hook_ffn_hidden", "hook_ffn_out", "hook_ffn_sum", "hook_resid_post"]
     want = ["encoder.hook_embed", "encoder.hook_pos_embed"]
     for i in range(2):
-        want += [f"encoder.blocks.{i}.self_attn.{h}" for h in per_attn]
-        want += [f"encoder.blocks.{i}.hook_resid_post"]
+        b = f"encoder.blocks.{i}"
+        want += [f"{b}.hook_resid_pre"] + [f"{b}.self_attn.{h}" for h in per_attn]
+        want += [f"{b}.hook_attn_sum", f"{b}.hook_resid_mid"] + [f"{b}.{h}" for h in ffn]
     want += ["decoder.hook_embed", "decoder.hook_pos_embed"]
     for i in range(2):
-        want += [f"decoder.blocks.{i}.self_attn.{h}" for h in per_attn]
-        want += [f"decoder.blocks.{i}.cross_attn.{h}" for h in per_attn]
-        want += [f"decoder.blocks.{i}.hook_resid_post"]
+        b = f"decoder.blocks.{i}"
+        want += [f"{b}.hook_resid_pre"] + [f"{b}.self_attn.{h}" for h in per_attn]
+        want += [f"{b}.hook_attn_sum", f"{b}.hook_resid_mid"]
+        want += [f"{b}.cross_attn.{h}" for h in per_attn]
+        want += [f"{b}.hook_cross_sum", f"{b}.hook_resid_mid_cross"] + [f"{b}.{h}" for h in ffn]
     assert names == want
+
+
+def test_block_hooks_are_post_layernorm_residual_blocks(m, run):
+    """x -> LN(x + Attn(x)) [-> LN(x + Cross(x, encoder output))] -> LN(x + FFN(x)); the encoder's
+    last stream is what every decoder layer's cross-attention reads as keys and values."""
+    with torch.no_grad():
+        check_post_layernorm_blocks(m, run[1])
+
+
+def check_post_layernorm_blocks(m, cache):
+    assert (m.info.norm, m.info.ffn, m.info.d_ff) == ("post-LayerNorm", "ReLU", m.cfg.d_ff)
+    assert m.info.embed_scale == pytest.approx(math.sqrt(m.info.d_model)) and m.info.tied_output
+    x = cache["encoder.hook_embed"] + cache["encoder.hook_pos_embed"]
+    for stack in ("encoder", "decoder"):
+        if stack == "decoder":
+            x = cache["decoder.hook_embed"] + cache["decoder.hook_pos_embed"]
+        for i, block in enumerate(getattr(m, stack).blocks):
+            b = f"{stack}.blocks.{i}."
+            assert torch.equal(cache[b + "hook_resid_pre"], x)
+            s = cache[b + "hook_attn_sum"]
+            assert torch.equal(s, x + cache[b + "self_attn.hook_out"])
+            x = cache[b + "hook_resid_mid"]
+            assert torch.allclose(x, block.ln1(s), atol=1e-6)
+            if stack == "decoder":
+                s = cache[b + "hook_cross_sum"]
+                assert torch.equal(s, x + cache[b + "cross_attn.hook_out"])
+                x = cache[b + "hook_resid_mid_cross"]
+                assert torch.allclose(x, block.ln2(s), atol=1e-6)
+            hidden = cache[b + "hook_ffn_hidden"]
+            assert hidden.shape[-1] == m.info.d_ff and (hidden >= 0).all()  # after ReLU
+            assert torch.allclose(block.ffn.hidden(x), hidden, atol=1e-6)
+            assert torch.allclose(block.ffn.W_out(hidden), cache[b + "hook_ffn_out"], atol=1e-6)
+            s = cache[b + "hook_ffn_sum"]
+            assert torch.equal(s, x + cache[b + "hook_ffn_out"])
+            x = cache[b + "hook_resid_post"]
+            assert torch.allclose(x, (block.ln2 if stack == "encoder" else block.ln3)(s), atol=1e-6)
+    memory = cache[f"encoder.blocks.{m.info.n_layers - 1}.hook_resid_post"]
+    for i, block in enumerate(m.decoder.blocks):
+        k = cache[f"decoder.blocks.{i}.cross_attn.hook_k"]  # (B, h, S, d_k) from the encoder output
+        want = block.cross_attn.W_K(memory).view(*memory.shape[:2], m.info.n_heads, -1).transpose(1, 2)
+        assert torch.allclose(k, want, atol=1e-5)
 
 
 def test_shapes_follow_the_contract(m, run):

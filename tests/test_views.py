@@ -91,7 +91,7 @@ def test_caption_names_model_sentence_layer_head_and_stage():
     c = stages.caption("seed", "hello\nworld <b>", sel(layer=1, head=2), "softmax")
     assert c.startswith("seed · ") and "layer 1" in c and "head 2" in c and c.endswith("Softmax weights")
     assert "⏎" in c and "\n" not in c
-    assert "층 1" in stages.caption("seed", "x", sel(), "qk", lang="ko")
+    assert "레이어 1" in stages.caption("seed", "x", sel(), "qk", lang="ko")
 
 
 # --- token axes ------------------------------------------------------------------------------
@@ -172,10 +172,13 @@ def test_masks_are_visibly_distinct(seed, run):
     colours = {c for _, c in comb.colorscale}
     assert len(colours) == 4
     assert {"allowed", "causal"} <= set(np.unique(df.to_numpy()))
-    # encoder self-attention of the shorter sentence: padding only
-    fig, _ = stages.stage_figure("mask", run, seed.info, sel("encoder.self_attn", sentence=0))
-    comb = heatmaps(fig)[2]
-    assert set(np.unique(comb.z)) == {0, 1}
+    # encoder self-attention of the shorter sentence: padding only, one panel (no causal panel: there is
+    # no causal mask there), and the same for cross-attention
+    for block in ("encoder.self_attn", "decoder.cross_attn"):
+        fig, _ = stages.stage_figure("mask", run, seed.info, sel(block, sentence=0))
+        (comb,) = heatmaps(fig)
+        assert set(np.unique(comb.z)) == {0, 1}, block
+        assert not any("causal" in a.text for a in fig.layout.annotations), block
 
 
 def test_mask_categories():
@@ -297,12 +300,22 @@ def test_qkv_side_by_side_and_weights_are_the_heads_slices(seed, run):
     assert np.asarray(q.z).shape == (len(axis_tokens(run, s.block, 0, s.layer)[0]), seed.info.d_head)
     fig, df = stages.stage_figure("weights", run, seed.info, s)
     wq = np.asarray(heatmaps(fig)[0].z)
-    assert wq.shape == (seed.info.d_model, seed.info.d_head)
+    assert wq.shape == (seed.info.d_model + 1, seed.info.d_head)  # W_Q[h] and its bias row "b"
+    assert list(fig.layout.yaxis.ticktext)[-1] == "b"
     # x · W_Q[h] + b reproduces the hook's q
     x = run["encoder.hook_embed"][0] + run["encoder.hook_pos_embed"][0]
     s0 = sel(layer=0)
     hw = head_weights(run.weights, prefix(s0.block, 0), s0.head, seed.info.n_heads, seed.info.d_head)
     assert np.allclose(x @ hw["W_Q"] + hw["b_Q"], run[f"{prefix(s0.block, 0)}.hook_q"][0, s0.head], atol=1e-4)
+    # ... and so do the X and the W_Q table on screen, for every layer (X: the stream entering it)
+    for layer in (0, 1):
+        sl = sel(layer=layer)
+        _, table = stages.stage_figure("weights", run, seed.info, sl)
+        cols = [c for c in table.columns if c.startswith("W_Q")]
+        w, b = table.loc[list(range(seed.info.d_model)), cols].to_numpy(float), table.loc["b", cols].to_numpy(float)
+        x = run[f"encoder.blocks.{layer}.hook_resid_pre"][0]
+        assert np.abs(x @ w + b - run[f"{prefix(sl.block, layer)}.hook_q"][0, sl.head]).max() < 1e-4
+        assert np.abs(x @ w - run[f"{prefix(sl.block, layer)}.hook_q"][0, sl.head]).max() > 1e-3  # bias matters
 
 
 def test_head_contributions_add_up_to_the_attention_output(seed, run):

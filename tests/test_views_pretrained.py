@@ -197,7 +197,7 @@ def test_gqa_stage_and_head_note(tiny_llama):
     assert np.asarray(heatmap(fig).z).shape == (2, 4) and fig.layout.shapes[0].x0 == 2.5
     assert list(df["K/V head"]) == [0, 0, 1, 1]
     assert stages.kv_head_note(info, 3) == "Head 3 reads K/V head 1 (shared with heads 2)."
-    assert "K/V 헤드 1" in stages.kv_head_note(info, 3, "ko")
+    assert "1번 K/V 헤드" in stages.kv_head_note(info, 3, "ko")
     assert stages.kv_head_note({"n_heads": 4, "n_kv_heads": 4}, 1) is None
     # the hooks agree: heads sharing a K/V head see the same keys
     k = run["decoder.blocks.0.self_attn.hook_k"][0]

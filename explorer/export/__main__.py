@@ -31,6 +31,14 @@ except ImportError:  # no progress bar then
     tqdm = None
 
 
+# --preset NAME: options for the positional figures, and the on-demand stages it adds to "all"
+PRESETS = {
+    "tutorial002": {"options": {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
+                                "pe_bases": (100.0, 10000.0)},
+                    "stages": ("pe_tutorial",)},
+}
+
+
 def fetch_hint(name: str) -> str:
     if name in FETCHED:
         return f"fetch the weights with `python -m model.fetch {name}`"
@@ -79,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", default="",
                    help="a second sentence to compare with --text (the app's compare=): adds the "
                         "comparison stage")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="tutorial002: the positional figures with tutorial 002's settings (d_model 4, 10 "
+                        "positions, n = 100 vs 10000) and its worked example (stage pe_tutorial)")
     return p
 
 
@@ -155,12 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except model.edits.EditError as e:
         parser.error(f"--edit: {e}")
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
-        stages = [s for s in stages if views.applies(s, info)]
+        stages = [s for s in stages if views.applies(s, info)
+                  and (not views.REGISTRY[s].on_demand or s in PRESETS.get(a.preset, {}).get("stages", ()))]
     try:  # the model's token limit and memory gate, before anything runs (model/limits.py)
         prep = m.prepare_texts(a.text)
         m.check_memory(len(prep.texts), prep.longest, m.hook_names)
     except (model.InputTooLong, model.RunTooLarge) as e:
         parser.exit(2, f"{parser.prog}: error: --text: {e}\n")
+    options = dict(PRESETS[a.preset]["options"]) if a.preset else {}
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
     if "decoding" in stages and views.applies("decoding", info):  # the token-by-token trace it draws
         tr = trace_data(m, a.text[a.sentence], max_new_tokens=a.max_new_tokens)
@@ -183,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = a.text[a.sentence]
     try:
         items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
-                            theme=a.theme, lang=a.lang, step=a.step, **runs)
+                            theme=a.theme, lang=a.lang, step=a.step, **runs, **options)
         bar = _progress_bar(a.quiet, total=sum(
             1 for it in items for f in formats if f != "csv" or it.df is not None))
         if a.zip:

@@ -283,6 +283,20 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
     run_edits, run_compare = views.second_run(stage_id, options)
     edits = run_edits if edits is None else edits
     compare = run_compare if compare is None else compare
+    shape = views.stage_words(stage_id, cache, info, sel, lang, **options)["shape"]
+    if shape:  # a slide states the shape of what it draws, as the page does
+        fig = go.Figure(fig)
+        old = fig.layout.title.subtitle.text if fig.layout.title.subtitle and fig.layout.title.subtitle.text else ""
+        lines, line = [], ""
+        for part in shape.split("; "):  # one line per ~100 characters, never a clipped one
+            if line and len(line) + len(part) + 2 > 100:
+                lines.append(line)
+                line = part
+            else:
+                line = f"{line}; {part}" if line else part
+        lines.append(line)
+        shown = "<br>".join(html.escape(x, quote=False) for x in lines)
+        fig.update_layout(title_subtitle_text=(old + "<br>" if old else "") + shown)
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
                       stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1,

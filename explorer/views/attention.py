@@ -51,23 +51,35 @@ def qkv_figure(q: np.ndarray, k: np.ndarray, v: np.ndarray, q_tokens: Sequence[s
 
 
 def weights_figure(w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, *, title: str = "W_Q, W_K, W_V",
-                   labels: dict | None = None,
-                   names: Sequence[str] = ("W_Q", "W_K", "W_V")) -> tuple[go.Figure, pd.DataFrame]:
-    """The head's slices of the projections, each d_model × d_head (x · W orientation); the table
-    has one row per d_model dimension and the three matrices' columns side by side."""
+                   labels: dict | None = None, names: Sequence[str] = ("W_Q", "W_K", "W_V"),
+                   biases: Sequence[np.ndarray] | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """The head's slices of the projections, each d_model × d_head (x · W orientation); with
+    ``biases`` (b_Q, b_K, b_V of the head) each matrix gets its bias as a last row "b", so that
+    x · W + b on screen is the model's q. The table: one row per d_model dimension (then "b"), the
+    three matrices' columns side by side."""
     L = _lab(labels)
+    mats = [w_q, w_k, w_v]
+    if biases is not None:
+        mats = [np.vstack([m, np.asarray(b, dtype=m.dtype)[None, :]]) for m, b in zip(mats, biases)]
+    n = mats[0].shape[0]
+    rows = None if biases is None else [str(i) for i in range(n - 1)] + ["b"]
     g = Grid(cols=3, titles=_titles(names), hspace=0.08)
     traces = []
-    for c, m in enumerate((w_q, w_k, w_v)):
-        traces += heatmap(m, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c],
+    for c, m in enumerate(mats):
+        traces += heatmap(m, rows=rows, row_name=L["d_model"], col_name=L["d_head"], value_name=names[c],
                           name=names[c], cell_text=False, xaxis=g.x(0, c), yaxis=g.y(0, c))
-        x, y = token_axes(rows=None, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
+        x, y = token_axes(rows=rows, cols=None, n_rows=m.shape[0], n_cols=m.shape[1],
                           row_title=L["d_model"] if c == 0 else "", col_title=L["d_head"])
+        if rows is not None:  # the bias row is always labelled
+            vals = [v for v in y["tickvals"] if v < n - 2 - n // 40] + [n - 1]
+            y.update(tickvals=vals, ticktext=[rows[v] for v in vals])
         g.axes(0, c, x=x, y=y)
     fig = g.figure(traces, title=title, height=560,
-                   coloraxis=style.scores_axis(style.symmetric_range(w_q, w_k, w_v)))
-    df = pd.concat([pd.DataFrame(m, columns=[f"{n}:{i}" for i in range(m.shape[1])])
-                    for n, m in zip(names, (w_q, w_k, w_v))], axis=1)
+                   coloraxis=style.scores_axis(style.symmetric_range(*mats)))
+    df = pd.concat([pd.DataFrame(m, columns=[f"{nm}:{i}" for i in range(m.shape[1])])
+                    for nm, m in zip(names, mats)], axis=1)
+    if rows is not None:
+        df.index = pd.Index([*range(n - 1), "b"], dtype=object)
     df.index.name = L["d_model"]
     return fig, df
 
@@ -122,25 +134,31 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
                 n_real_keys: int, causal: bool, title: str = "masks",
                 labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """Padding mask, causal mask and their combination (what the model used), side by side; the
-    table names each cell's category.
+    table names each cell's category. A block without a causal mask (encoder self-attention,
+    cross-attention) has the padding mask only: one panel, what the model used.
 
     Colours (Okabe–Ito): light = allowed, orange = padding, blue = causal, vermillion = both.
+    Panel titles are short and on two lines, so that three panels side by side keep them apart
+    even on a phone.
     """
     L = _lab(labels)
     tq, tk = allowed.shape
     pad_only = np.where(np.arange(tk)[None, :] >= n_real_keys, 1, 0) * np.ones((tq, 1), dtype=int)
     cau_only = np.where(np.triu(np.ones((tq, tk), dtype=bool), k=1), 2, 0) if causal else np.zeros((tq, tk), int)
     combined = mask_categories(allowed, n_real_keys, causal)
-    names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]]
+    names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]] if causal else [L["mask_padding_only"]]
+    panels = (pad_only, cau_only, combined) if causal else (combined,)
     cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")])
-    g = Grid(cols=3, titles=_titles(names), hspace=0.06)
+    g = Grid(cols=len(panels), titles=[style.esc(n).replace("\n", "<br>") for n in names], hspace=0.06,
+             title_size=12)
     ql = style.strings(style.token_labels(q_tokens))
     kl = style.strings(style.token_labels(k_tokens))
     traces = []
     small = max(tq, tk) <= style.CELL_TEXT_MAX
     lean = tq * tk > style.HOVER_CELLS_MAX  # big: int8 categories, the legend in the hover
     legend = " · ".join(f"{i} {n}" for i, n in enumerate(cat_names))
-    for c, cat in enumerate((pad_only, cau_only, combined)):
+    last = len(panels) - 1
+    for c, cat in enumerate(panels):
         if lean:
             custom = None
             hover = (f"{style.esc(L['query'])} %{{y}}<br>{style.esc(L['key'])} %{{x}}<br>"
@@ -150,20 +168,29 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
             hover = (f"{style.esc(L['query'])} %{{y}} <b>%{{customdata[0]}}</b><br>"
                      f"{style.esc(L['key'])} %{{x}} <b>%{{customdata[1]}}</b><br>"
                      "%{customdata[2]}<extra></extra>")
-        cells = np.where(cat == 0, "✓", "×") if small else None
+        # a zero-width space after the mark: plotly sizes cell text at 0.65 em a character, and ✓ and × are
+        # wider than that (0.7-0.8 em); counted as two characters they fit their cells on any screen
+        cells = np.where(cat == 0, "✓\u200b", "×\u200b") if small else None
         traces.append(style.trace(
             "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(), showscale=c == 2, xgap=0 if lean else 1, ygap=0 if lean else 1,
+            colorscale=_mask_scale(), showscale=False, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
-            customdata=custom, name=style.esc(names[c]), xaxis=g.x(0, c), yaxis=g.y(0, c),
-            colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=list(cat_names), thickness=12),
+            customdata=custom, name=style.esc(names[c].replace("\n", " ")), xaxis=g.x(0, c), yaxis=g.y(0, c),
             hovertemplate=hover,
         ))
         x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=tq, n_cols=tk,
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
         y["showticklabels"] = c == 0  # the same rows in every panel: label them once
         g.axes(0, c, x=x, y=y)
-    fig = g.figure(traces, title=title, height=_square_height(tq) - 40, plot_bgcolor="white")
+    # the colours' meaning as a legend under the panels (it wraps on a narrow screen; a colour bar would
+    # take a third of a phone's width)
+    for i, name in enumerate(cat_names):
+        traces.append(style.trace("scatter", x=[None], y=[None], mode="markers", name=str(name), hoverinfo="skip",
+                                  marker=dict(symbol="square", size=12, color=style.MASK_COLOURS[i],
+                                              line=dict(color="#9e9e9e", width=1)), xaxis=g.x(0, last), yaxis=g.y(0, last)))
+    fig = g.figure(traces, title=title, height=_square_height(tq) + 20, plot_bgcolor="white", showlegend=True,
+                   legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left"),
+                   margin=dict(b=140))
     words = np.array([L[k] for k in ("allowed", "cat_padding", "cat_causal", "cat_both")], dtype=object)
     return fig, matrix_df(words[combined], q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
 
@@ -281,10 +308,10 @@ def cell_figure(q: np.ndarray, k: np.ndarray, scores_row: np.ndarray, allowed_ro
     k_tok = k_tokens[j]
     chain = (f"Σ q⊙k = {style.fmt(nums['dot'])} → ÷√{nums['d_head']} = {style.fmt(nums['scaled'])} → "
              f"{L['allowed'] if nums['allowed'] else L['masked'] + ' (−∞)'} → "
-             f"softmax → {L['weight']} = {style.fmt(nums['weight'], 4)}")
+             f"{L['softmax']} → {L['weight']} = {style.fmt(nums['weight'], 4)}")
     g = Grid(rows=2, cols=1, vspace=0.2, titles=[
         style.esc(f"q[{i}] '{style.visible(q_token)}' · k[{j}] '{style.visible(k_tok)}' — {L['dim']}"),
-        style.esc(f"{L['query']} {i}: {L['score']} ÷√d_k, softmax"),
+        style.esc(f"{L['query']} {i}: {L['score']} ÷√d_k, {L['softmax']}"),
     ])
     traces = []
     for name, vals, colour in (("q", q, style.LINE_COLOURS[0]), ("k", k, style.LINE_COLOURS[1]),

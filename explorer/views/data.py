@@ -22,7 +22,11 @@ BLOCKS = BLOCKS_OF_KIND["encoder-decoder"]  # every block there is, in pipeline 
 PAD = "<pad>"
 TOP_K = 10
 STORED = ("hook_embed", "hook_pos_embed", "hook_q", "hook_k", "hook_v", "hook_scores",
-          "hook_mask", "hook_masked_scores", "hook_pattern", "hook_z", "hook_out")
+          "hook_mask", "hook_masked_scores", "hook_pattern", "hook_z", "hook_out",
+          # the rest of the block (the residual stream, its sums and norms, the feed-forward)
+          "hook_resid_pre", "hook_attn_sum", "hook_resid_mid", "hook_cross_sum", "hook_resid_mid_cross",
+          "hook_attn_normed", "hook_ffn_normed", "hook_ffn_hidden", "hook_ffn_out", "hook_ffn_sum",
+          "hook_resid_post")
 
 
 @dataclass
@@ -86,8 +90,9 @@ def _np(x) -> np.ndarray:
 
 
 def _top(out, kind: str, token_text) -> dict:
-    """A decoder-only run's top-k next tokens (ids, probabilities, readable text)."""
-    if out is None or getattr(out, "logits", None) is None or kind != "decoder":
+    """A decoder's top-k next tokens at every position (ids, probabilities, readable text): the
+    decoder-only model's, or the encoder–decoder's generator over its teacher-forced decoder input."""
+    if out is None or getattr(out, "logits", None) is None or kind not in ("decoder", "encoder-decoder"):
         return {}
     logits = out.logits.detach().float()  # (B, T, V)
     top, i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (B, T, k)

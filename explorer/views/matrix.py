@@ -77,8 +77,8 @@ def heatmap(
     traces = [style.trace(
         "heatmap", z=shown, x=np.arange(c), y=np.arange(r), coloraxis=coloraxis, name=style.esc(name),
         customdata=custom, text=text, texttemplate="%{text}" if cell_text else None,
-        textfont=dict(size=9), hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
-        yaxis=yaxis,
+        hoverongaps=True, xgap=gap, ygap=gap, hovertemplate=hover, xaxis=xaxis,
+        yaxis=yaxis,  # no textfont size: plotly fits the numbers to the cells (style.CELL_TEXT_CSS)
     )]
     if blocked is not None and not (cell_text and blocked_cell):  # the cell's "−∞" says it already
         marks = style.masked_markers(blocked, name=f"{name} ×", xaxis=xaxis, yaxis=yaxis)
@@ -110,11 +110,12 @@ class Grid:
 
     def __init__(self, rows: int = 1, cols: int = 1, *, col_widths: Sequence[float] | None = None,
                  row_heights: Sequence[float] | None = None, hspace: float = 0.08, vspace: float = 0.12,
-                 titles: Sequence[str] | None = None) -> None:
+                 titles: Sequence[str] | None = None, title_size: int = 13) -> None:
         self.rows, self.cols = rows, cols
         self.x_domains = self._domains(cols, col_widths, hspace)
         self.y_domains = self._domains(rows, row_heights, vspace)[::-1]  # row 0 at the top
         self.titles = list(titles or [])
+        self.title_size = title_size
         self.layout: dict = {}
         for r in range(rows):
             for c in range(cols):
@@ -153,7 +154,8 @@ class Grid:
         self.layout[self._name("xaxis", r, c)].update(x or {})
         self.layout[self._name("yaxis", r, c)].update(y or {})
 
-    def title_annotations(self, size: int = 13) -> list[dict]:
+    def title_annotations(self, size: int | None = None) -> list[dict]:
+        size = size or self.title_size
         anns = []
         for k, text in enumerate(self.titles):
             if not text:

@@ -16,6 +16,12 @@ layer and head, the controls it takes, and a note derived from the model. Its wo
 catalogue's ``stage.{id}.title`` and ``stage.{id}.explain`` (explorer/i18n.py). Adding a stage is
 one record, one builder and its words in both languages.
 
+Words come from the model: a record's ``formula`` may be a function of the stage's context (the
+model's description, the block, the values drawn); ``variant`` chooses which explanation (and,
+where the catalogue has one, which title) the model gets: ``stage.{id}.explain.{variant}``;
+``fill`` gives their placeholders; ``shape`` names the tensors the stage draws with their real,
+named dimensions. ``stage_words(...)`` returns all of them for one selection, as the app shows them.
+
 ``cache`` may be a ``RunData`` (what the app caches; ``run_data`` includes the weights) or a
 ``model.Cache``. The stages "weights" and "out" need the projection weights: they come from
 ``weights=`` (a mapping from ``weights_of(m)`` or the model itself) or from ``run.weights``;
@@ -25,7 +31,7 @@ Out-of-range selections are clipped (never an exception); unknown stage ids rais
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -41,14 +47,16 @@ from . import positional as pv
 from . import pretrained as pt
 from . import style
 from . import tokens as tv
+from . import block as bv
+from . import tutorial002 as tut
 from . import whatif as wv
 from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache, head_weights, kv_groups,
-                   kv_head_of, layers_for, prefix, run_data, stack_of, stack_tokens, weights_of)
+                   kv_head_of, layers_for, padded, prefix, run_data, stack_of, stack_tokens, weights_of)
 
 __all__ = ["Selection", "Stage", "REGISTRY", "STAGE_IDS", "STAGES", "SECTIONS", "BLOCKS", "blocks_for",
            "layers_for", "stage_figure", "stage_title", "stage_note", "caption", "clip_selection", "run_data",
            "from_cache", "weights_of", "RunData", "applies", "kv_head_note", "cell_numbers", "overview_layers",
-           "second_run", "ready", "head_entropies"]
+           "second_run", "ready", "head_entropies", "stage_words", "shape_text", "Shape"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class Selection:
 
 
 Builder = Callable[["_Ctx", str, dict], tuple[go.Figure, "pd.DataFrame | None"]]
+# one tensor a stage draws: (what it is, the hook it comes from or "", ((dimension, size), ...))
+Shape = tuple[str, str, tuple[tuple[str, int], ...]]
 
 
 def _always(info: dict) -> bool:
@@ -84,7 +94,7 @@ class Stage:
     id: str
     section: str
     build: Builder
-    formula: str
+    formula: str | Callable[["_Ctx"], str]
     applies: Callable[[dict], bool] = _always
     blocks: tuple[str, ...] | None = None
     per_head: bool = True
@@ -93,18 +103,53 @@ class Stage:
     note: Callable[["_Ctx"], str | None] | None = None
     needs: str | None = None
     click: str | None = None
+    # words that follow the model: ``variant(ctx)`` is one of ``variants`` (each has the catalogue key
+    # stage.{id}.explain.{v}, and a title of its own where stage.{id}.title.{v} exists); ``fill(ctx)``
+    # the placeholders; ``shape(ctx)`` the tensors drawn (Shape); ``on_demand``: the app draws it only
+    # when its controls ask for it (e.g. a preset)
+    variant: Callable[["_Ctx"], str] | None = None
+    variants: tuple[str, ...] = ()
+    fill: Callable[["_Ctx"], dict] | None = None
+    shape: Callable[["_Ctx"], list] | None = None
+    on_demand: bool = False
 
-    def title(self, lang: str = "en") -> str:
-        return i18n.t(f"stage.{self.id}.title", lang)
+    def _variant(self, ctx: "_Ctx | None") -> str | None:
+        if not self.variants:
+            return None
+        v = self.variant(ctx) if (ctx is not None and self.variant is not None) else self.variants[0]
+        if v not in self.variants:
+            raise ValueError(f"stage {self.id!r}: variant {v!r} is not one of {self.variants}")
+        return v
 
-    def explain(self, lang: str = "en") -> str:
-        return i18n.t(f"stage.{self.id}.explain", lang)
+    def title(self, lang: str = "en", ctx: "_Ctx | None" = None) -> str:
+        v = self._variant(ctx)
+        key = f"stage.{self.id}.title.{v}"
+        return i18n.t(key if v and key in i18n.WORDS else f"stage.{self.id}.title", lang)
+
+    def explain(self, lang: str = "en", ctx: "_Ctx | None" = None) -> str:
+        v = self._variant(ctx)
+        text = i18n.t(f"stage.{self.id}.explain" + (f".{v}" if v else ""), lang)
+        if ctx is not None and self.fill is not None:
+            text = text.format(**self.fill(ctx))
+        return text
+
+    def formula_for(self, ctx: "_Ctx | None" = None) -> str:
+        if callable(self.formula):
+            return self.formula(ctx) if ctx is not None else ""
+        return self.formula
+
+    def keys(self) -> list[str]:
+        """Every catalogue key this record can show."""
+        keys = [f"stage.{self.id}.title"]
+        keys += [f"stage.{self.id}.title.{v}" for v in self.variants if f"stage.{self.id}.title.{v}" in i18n.WORDS]
+        keys += [f"stage.{self.id}.explain.{v}" for v in self.variants] or [f"stage.{self.id}.explain"]
+        return keys
 
 
 REGISTRY: dict[str, Stage] = {}
 
 
-def stage(stage_id: str, *, section: str, formula: str, **record) -> Callable[[Builder], Builder]:
+def stage(stage_id: str, *, section: str, formula: str | Callable, **record) -> Callable[[Builder], Builder]:
     """Register the decorated builder as stage ``stage_id`` (see ``Stage`` for ``record``)."""
 
     def register(build: Builder) -> Builder:
@@ -154,8 +199,9 @@ def clip_selection(sel: Selection, run: RunData, info) -> Selection:
 class _Ctx:
     """Everything one stage needs about the selection, read lazily from the run."""
 
-    def __init__(self, run: RunData, info: dict, sel: Selection, lang: str, weights) -> None:
+    def __init__(self, run: RunData, info: dict, sel: Selection, lang: str, weights, opts: dict | None = None) -> None:
         self.run, self.info, self.sel, self.lang = run, info, sel, lang
+        self.opts = dict(opts or {})  # the stage's options (positional-encoding controls, ...)
         self.p = prefix(sel.block, sel.layer)
         self.L = i18n.fig_labels(lang)
         self.q_tokens, self.k_tokens, self.n_q, self.n_k = axis_tokens(run, sel.block, sel.sentence, sel.layer)
@@ -216,13 +262,88 @@ def _rotary_model(info: dict) -> bool:
     return info.get("positional") == "rotary"
 
 
+# --- words from the model: formulas, variants, shapes ---------------------------------------------
+
+def _num(x: float, digits: int = 2) -> str:
+    x = float(x)
+    return f"{x:g}" if x.is_integer() else f"{x:.{digits}f}"
+
+
+def _dims(c: _Ctx, what: str, name: str, labels: Sequence[str]) -> Shape:
+    """A hooked tensor with named dimensions (a name starting with "hook_" is the block's own)."""
+    full = f"{c.p}.{name}" if name.startswith("hook_") else name
+    return what, full, tuple(zip(labels, (int(n) for n in c.run[full].shape)))
+
+
+def _block_hook(c: _Ctx, name: str) -> str:
+    """A hook of the selected layer's block (not of its attention): ``{stack}.blocks.{i}.{name}``."""
+    return f"{c.stack}.blocks.{c.sel.layer}.{name}"
+
+
+def _kv_pos(c: _Ctx) -> str:
+    """The keys' positions: the source's (encoder's) in cross-attention, else the same positions."""
+    return "source" if c.sel.block.endswith("cross_attn") else "positions"
+
+
+def _qkv_shapes(c: _Ctx) -> list:
+    kv = _kv_pos(c)
+    return [_dims(c, "Q", "hook_q", ("batch", "heads", "positions", "d_k")),
+            _dims(c, "K", "hook_k", ("batch", "heads", kv, "d_k")),
+            _dims(c, "V", "hook_v", ("batch", "heads", kv, "d_k"))]
+
+
+def _square(what: str, name: str, mask: bool = False):
+    return lambda c: [_dims(c, what, name, ("batch", "one" if mask else "heads", "queries", "keys"))]
+
+
+def shape_text(shapes: Sequence[Shape], lang: str = "en") -> str:
+    """"Q: batch 2 × heads 4 × positions 12 × d_k 32; ..." in ``lang``."""
+    def dim(label: str, n: int) -> str:
+        return str(n) if label == "one" else f"{i18n.t('dim.' + label, lang)} {n}"
+
+    def name(what: str) -> str:
+        return i18n.t(what, lang) if what.startswith("tensor.") else what
+
+    return "; ".join(f"{name(w)}: {' × '.join(dim(lab, n) for lab, n in dims)}" for w, _, dims in shapes)
+
+
+def _tx(c: _Ctx, key: str) -> str:
+    """A word inside a formula, in the page's language: \text{...} of the catalogue's "tx.{key}"."""
+    return r"\text{" + c.words(f"tx.{key}") + "}"
+
+
+def _bias(on: bool, b: str) -> str:
+    return f" + {b}" if on else ""
+
+
 # --- tokens and positions ---------------------------------------------------------------------
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "<|endoftext|>",
                   "<|im_start|>", "<|im_end|>")
 
 
-@stage("tokens", section="tokens", per_head=False, formula=r"\text{text} \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\}")
+def _teacher_forced(c: _Ctx) -> bool:
+    """The selected block reads the seed decoder's input: <s> + what the model wrote, shifted right."""
+    return c.run.kind == "encoder-decoder" and c.sel.block == "decoder.self_attn"
+
+
+def _tokens_formula(c: _Ctx) -> str:
+    if _teacher_forced(c):
+        return (_tx(c, "decoder_input") + r" = (\langle s\rangle, y_1, \dots, y_{T-1}) \;\rightarrow\; "
+                + _tx(c, "predicts") + r"\ (y_1, \dots, y_{T-1}, \langle /s\rangle)")
+    return _tx(c, "text") + r" \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\},\ |V| = " + \
+        f"{int(c.info['vocab_size']):,}".replace(",", "{,}")
+
+
+def _tokens_shape(c: _Ctx) -> list:
+    stack = "encoder" if c.sel.block.endswith("cross_attn") else c.stack
+    b, t = c.run[f"{stack}.hook_embed"].shape[:2]
+    return [("tensor.ids", "", (("batch", int(b)), ("positions", int(t))))]
+
+
+@stage("tokens", section="tokens", per_head=False, formula=_tokens_formula, shape=_tokens_shape,
+       variants=("text", "decoder"), variant=lambda c: "decoder" if _teacher_forced(c) else "text",
+       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}"})
 def _tokens(c: _Ctx, title: str, opts: dict):
     run, s = c.run, c.sel.sentence
     stack = "encoder" if c.sel.block.endswith("cross_attn") else c.stack
@@ -245,16 +366,62 @@ def _pe(c: _Ctx) -> np.ndarray | None:
     return pe[c.sel.sentence if pe.shape[0] > 1 else 0]
 
 
-@stage("embedding", section="position", per_head=False, formula=r"x_i = E[t_i]\,\sqrt{d_{model}} + PE_i")
+def _embedding_variant(c: _Ctx) -> str:
+    if _rotary_model(c.info):
+        return "rotary"
+    if c.info.get("embed_norm"):
+        return "learned"
+    return "scaled" if float(c.info.get("embed_scale") or 1.0) != 1.0 else "unscaled"
+
+
+def _embedding_formula(c: _Ctx) -> str:
+    v, d = _embedding_variant(c), int(c.info["d_model"])
+    if v == "rotary":
+        return r"x_i = E[t_i] \qquad (" + _tx(c, "rotated") + ")"
+    if v == "learned":
+        return r"x_i = \mathrm{LayerNorm}\big(E[t_i] + E_{type}[0] + P[i]\big)"
+    if v == "scaled":
+        return rf"x_i = E[t_i]\,\sqrt{{d_{{model}}}} + PE_i,\qquad \sqrt{{{d}}} = {c.info['embed_scale']:.2f}"
+    return r"x_i = E[t_i] + PE_i"
+
+
+def _rms(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    return float(np.sqrt((x ** 2).mean())) if x.size else 0.0
+
+
+def _embedding_fill(c: _Ctx) -> dict:
+    n = len(stack_tokens(c.run, c.stack, c.sel.sentence))
+    emb = c.run[f"{c.stack}.hook_embed"][c.sel.sentence][:n]
+    pe = _pe(c)
+    return {"d": int(c.info["d_model"]), "scale": f"{float(c.info.get('embed_scale') or 1):.2f}",
+            "rms_e": f"{_rms(emb):.2f}", "rms_pe": f"{_rms(pe[:n]) if pe is not None else 0:.2f}",
+            "rms_raw": f"{_rms(emb) / float(c.info.get('embed_scale') or 1):.3f}"}
+
+
+def _embedding_shape(c: _Ctx) -> list:
+    v = _embedding_variant(c)
+    name = {"scaled": "E[t]·√d_model", "learned": "E[t] + E_type[0]"}.get(v, "E[t]")
+    out = [_dims(c, name, f"{c.stack}.hook_embed", ("batch", "positions", "d_model"))]
+    if f"{c.stack}.hook_pos_embed" in c.run:
+        out.append(_dims(c, "P" if v == "learned" else "PE", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model")))
+    x0 = f"{c.stack}.blocks.0.hook_resid_pre"
+    if x0 in c.run:
+        out.append(_dims(c, "tensor.block0_input", x0, ("batch", "positions", "d_model")))
+    return out
+
+
+@stage("embedding", section="position", per_head=False, formula=_embedding_formula, shape=_embedding_shape,
+       variants=("scaled", "learned", "rotary", "unscaled"), variant=_embedding_variant, fill=_embedding_fill)
 def _embedding(c: _Ctx, title: str, opts: dict):
     emb = c.run[f"{c.stack}.hook_embed"][c.sel.sentence]
     pe = _pe(c)
-    return pv.embedding_sum(emb, pe, c.q_tokens[: emb.shape[0]], title=title, labels=c.L)
-
-
-def _rotary(c: _Ctx, title: str):
-    return pv.rotary_figure(c.d_head, c.base, max(16, len(c.q_tokens)), title=f"{title} (RoPE)",
-                            labels=c.L)
+    names = None
+    if _embedding_variant(c) == "learned":
+        names = (c.L["embedding_type"], c.L["pos_learned"], c.L["sum_norm"])
+    elif pe is None:
+        names = (c.L["embedding_only"],)
+    return pv.embedding_sum(emb, pe, c.q_tokens[: emb.shape[0]], title=title, labels=c.L, names=names)
 
 
 def _sinusoidal_note(c: _Ctx) -> str | None:
@@ -263,12 +430,27 @@ def _sinusoidal_note(c: _Ctx) -> str | None:
     return c.words("pe_model_note", n=f"{c.base:g}", d=c.info["d_model"])
 
 
+SINUSOIDAL = r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{n^{2i/d_{model}}}\right)"
+
+
+def _pe_heatmap_formula(c: _Ctx) -> str:
+    if _learned(c.info):
+        return (r"P_{pos} = W_P[pos] \in \mathbb{R}^{d_{model}},\quad pos = 0,\dots," + str(int(c.info["max_len"]) - 1)
+                + r"\quad(" + _tx(c, "trained") + ")")
+    return SINUSOIDAL + rf",\qquad n = {_num(c.base)},\ d_{{model}} = {int(c.info['d_model'])}"
+
+
 @stage("pe_heatmap", section="position", per_head=False, applies=lambda i: not _rotary_model(i),
-       note=_sinusoidal_note, formula=r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{n^{2i/d_{model}}}\right)")
+       note=_sinusoidal_note, formula=_pe_heatmap_formula, variants=("sinusoidal", "learned"),
+       variant=lambda c: "learned" if _learned(c.info) else "sinusoidal",
+       fill=lambda c: {"n": _num(c.base), "d": int(c.info["d_model"]), "rows": int(c.info["max_len"]),
+                       "T": 0 if _pe(c) is None else int(_pe(c).shape[0])},
+       shape=lambda c: [_dims(c, "PE", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model"))]
+       if f"{c.stack}.hook_pos_embed" in c.run else [])
 def _pe_heatmap(c: _Ctx, title: str, opts: dict):
     pe = _pe(c)
     if pe is None:
-        return _rotary(c, title)
+        return _not_for(c, title, "needs.pe_table")
     return pv.pe_heatmap(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
 
 
@@ -278,6 +460,8 @@ def _learned_note(c: _Ctx) -> str | None:
 
 
 @stage("pe_learned_sim", section="position", per_head=False, applies=_learned, note=_learned_note,
+       shape=lambda c: [_dims(c, "P", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model"))]
+       if f"{c.stack}.hook_pos_embed" in c.run else [],
        formula=r"\cos(P_m, P_n) = \frac{P_m \cdot P_n}{\lVert P_m\rVert\,\lVert P_n\rVert}")
 def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
     pe = _pe(c)
@@ -287,7 +471,8 @@ def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
 
 
 @stage("rope_freqs", section="position", per_head=False, applies=_rotary_model,
-       formula=r"\theta_i = \text{base}^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
+       shape=lambda c: [("θ", "", (("pairs", int(c.d_head) // 2),))],
+       formula=lambda c: r"\theta_i = " + _tx(c, "base") + r"^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
 def _rope_freqs(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
         return _not_for(c, title, "needs.rotary")
@@ -300,6 +485,7 @@ def _rotary_note(c: _Ctx) -> str | None:
 
 
 @stage("rope_distance", section="position", per_head=False, applies=_rotary_model, note=_rotary_note,
+       shape=lambda c: [("q, k", "", (("d_k", int(c.d_head)),))],
        formula=r"(R_m q)\cdot(R_n k) = q^\top R_{n-m}\, k")
 def _rope_distance(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
@@ -316,7 +502,26 @@ def _pe_params(c: _Ctx, opts: dict) -> tuple[int, int, float, list[str] | None]:
     return n, d, base, toks
 
 
-@stage("pe_curves", section="position", per_head=False, controls="pe", formula=r"\omega_i = \frac{1}{n^{2i/d_{model}}},\qquad PE_{pos} = \big(\sin(\omega_0 pos), \cos(\omega_0 pos), \sin(\omega_1 pos), \dots\big)")
+def _drawn(c: _Ctx) -> str:
+    _, d, base, _ = _pe_params(c, c.opts)
+    return rf",\qquad n = {_num(base)},\ d_{{model}} = {d}"
+
+
+def _pe_drawn_fill(c: _Ctx) -> dict:
+    n, d, base, _ = _pe_params(c, c.opts)
+    return {"n": _num(base), "d": d, "positions": n, "last": n - 1,
+            "kind": c.words(f"positional.{c.info.get('positional')}")}
+
+
+def _pe_shape(c: _Ctx) -> list:
+    n, d, _, _ = _pe_params(c, c.opts)
+    return [("PE", "", (("positions", n), ("d_model", d)))]
+
+
+@stage("pe_curves", section="position", per_head=False, controls="pe", shape=_pe_shape, fill=_pe_drawn_fill,
+       variants=("sinusoidal", "reference"),
+       variant=lambda c: "sinusoidal" if c.info.get("positional") == "sinusoidal" else "reference",
+       formula=lambda c: r"\omega_i = \frac{1}{n^{2i/d_{model}}},\qquad PE_{pos} = \big(\sin(\omega_0 pos), \cos(\omega_0 pos), \sin(\omega_1 pos), \dots\big)" + _drawn(c))
 def _pe_curves(c: _Ctx, title: str, opts: dict):
     n, d, base, toks = _pe_params(c, opts)
     if c.info.get("positional") != "sinusoidal" and not opts:
@@ -324,12 +529,29 @@ def _pe_curves(c: _Ctx, title: str, opts: dict):
     return pv.pe_curves(n, d, base, opts.get("pe_dims"), toks, title=title, labels=c.L)
 
 
-@stage("pe_similarity", section="position", per_head=False, controls="pe", formula=r"PE_m \cdot PE_n = \sum_i \cos\big(\omega_i (m-n)\big)")
+def _similarity_of_learned(c: _Ctx) -> bool:
+    """pe_similarity draws the model's own learned table (no controls given), not a sinusoidal one."""
+    opts = c.opts
+    return _learned(c.info) and _pe(c) is not None and not (
+        opts.get("pe_base") or opts.get("pe_d_model") or opts.get("pe_positions"))
+
+
+def _similarity_shape(c: _Ctx) -> list:
+    if _similarity_of_learned(c) or (_pe(c) is not None and not c.opts):
+        T = int(_pe(c).shape[0])
+        return [("PE·PEᵀ", "", (("positions", T), ("positions", T)))]
+    n, _, _, _ = _pe_params(c, c.opts)
+    return [("PE·PEᵀ", "", (("positions", n), ("positions", n)))]
+
+
+@stage("pe_similarity", section="position", per_head=False, controls="pe", shape=_similarity_shape,
+       variants=("sinusoidal", "learned"), variant=lambda c: "learned" if _similarity_of_learned(c) else "sinusoidal",
+       fill=_pe_drawn_fill,
+       formula=lambda c: r"P_m \cdot P_n = \sum_d P_{m,d}\,P_{n,d}" if _similarity_of_learned(c)
+       else r"PE_m \cdot PE_n = \sum_i \cos\big(\omega_i (m-n)\big)" + _drawn(c))
 def _pe_similarity(c: _Ctx, title: str, opts: dict):
     if opts.get("pe_base") or opts.get("pe_d_model") or opts.get("pe_positions") or _pe(c) is None:
-        n, d, base, toks = _pe_params(c, opts)
-        if _pe(c) is None and not opts:
-            return _rotary(c, title)
+        n, d, base, toks = _pe_params(c, opts)  # no table of the model's own (rotary): the paper's, for reference
         pe = pv.sinusoidal_table(n, d, base)
     else:
         pe = _pe(c)
@@ -344,7 +566,15 @@ def compare_bases(info, chosen: float | None = None) -> tuple[float, float]:
     return (10000.0, other) if other != 10000.0 else (10000.0, 100.0)
 
 
-@stage("pe_compare", section="position", per_head=False, controls="pe", formula=r"\omega_i = n^{-2i/d_{model}}\ \ (\omega_0 = 1 \text{ for every } n)")
+def _bases_drawn(c: _Ctx) -> tuple[float, ...]:
+    return tuple(float(b) for b in (c.opts.get("pe_bases") or compare_bases(c.info)))
+
+
+@stage("pe_compare", section="position", per_head=False, controls="pe",
+       fill=lambda c: {"a": _num(_bases_drawn(c)[0]), "b": _num(_bases_drawn(c)[-1]), "d": _pe_params(c, c.opts)[1]},
+       shape=lambda c: [("PE", "", (("positions", _pe_params(c, c.opts)[0]), ("d_model", _pe_params(c, c.opts)[1])))],
+       formula=lambda c: r"\omega_i = n^{-2i/d_{model}}\ \ (\omega_0 = 1,\ " + _tx(c, "every_n") + r"),\qquad n \in \{"
+       + ", ".join(_num(b) for b in _bases_drawn(c)) + rf"\}},\ d_{{model}} = {_pe_params(c, c.opts)[1]}")
 def _pe_compare(c: _Ctx, title: str, opts: dict):
     n, d, _, toks = _pe_params(c, opts)
     bases = tuple(float(b) for b in (opts.get("pe_bases") or compare_bases(c.info)))
@@ -358,13 +588,39 @@ def _grouped(info: dict) -> bool:
     return int(info.get("n_kv_heads") or info["n_heads"]) < int(info["n_heads"])
 
 
-@stage("gqa", section="qkv", applies=_grouped, formula=r"g(h) = \left\lfloor \frac{h}{n_{heads} / n_{kv}} \right\rfloor,\qquad K^{(h)} = X W_K^{(g(h))},\ V^{(h)} = X W_V^{(g(h))}")
+@stage("gqa", section="qkv", applies=_grouped,
+       shape=lambda c: [(f"W_K, W_V", "", (("d_model", int(c.info["d_model"])),
+                                          ("kv_heads", int(c.info["n_kv_heads"])), ("d_k", int(c.d_head)))),
+                        _dims(c, "K, V", "hook_k", ("batch", "heads", _kv_pos(c), "d_k"))],
+       formula=r"g(h) = \left\lfloor \frac{h}{n_{heads} / n_{kv}} \right\rfloor,\qquad K^{(h)} = X W_K^{(g(h))},\ V^{(h)} = X W_V^{(g(h))}")
 def _gqa(c: _Ctx, title: str, opts: dict):
     n = int(c.info["n_heads"])
     return pt.gqa_figure(n, int(c.info.get("n_kv_heads") or n), c.sel.head, title=title, labels=c.L)
 
 
-@stage("weights", section="qkv", formula=r"W_Q^{(h)},\ W_K^{(h)},\ W_V^{(h)} \in \mathbb{R}^{d_{model} \times d_{head}}")
+def _weights_formula(c: _Ctx) -> str:
+    d, k = int(c.info["d_model"]), c.d_head
+    f = rf"W_Q^{{(h)}},\ W_K^{{(h)}},\ W_V^{{(h)}} \in \mathbb{{R}}^{{d_{{model}} \times d_k}} = \mathbb{{R}}^{{{d} \times {k}}}"
+    if c.info.get("qkv_bias", True):
+        return f + rf",\qquad b_Q^{{(h)}},\ b_K^{{(h)}},\ b_V^{{(h)}} \in \mathbb{{R}}^{{{k}}}"
+    return f + r"\qquad(" + _tx(c, "no_bias") + ")"
+
+
+def _weights_shape(c: _Ctx) -> list:
+    w = c.weights
+    out = []
+    for m in ("Q", "K", "V"):
+        if w is not None and f"{c.p}.W_{m}" in w:
+            rows, cols = w[f"{c.p}.W_{m}"].shape  # torch layout (out, in): the matrix is x · Wᵀ
+            out.append((f"W_{m}", f"weight:{c.p}.W_{m}", (("d_model", int(cols)), ("heads·d_k", int(rows)))))
+            if f"{c.p}.b_{m}" in w:
+                out.append((f"b_{m}", f"weight:{c.p}.b_{m}", (("heads·d_k", int(w[f"{c.p}.b_{m}"].shape[0])),)))
+    return out
+
+
+@stage("weights", section="qkv", formula=_weights_formula, shape=_weights_shape, variants=("bias", "no_bias"),
+       variant=lambda c: "bias" if c.info.get("qkv_bias", True) else "no_bias",
+       fill=lambda c: {"d": int(c.info["d_model"]), "k": c.d_head})
 def _weights(c: _Ctx, title: str, opts: dict):
     w = c.weights
     if w is None or f"{c.p}.W_Q" not in w:
@@ -372,10 +628,32 @@ def _weights(c: _Ctx, title: str, opts: dict):
     hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
     names = ("W_Q[h]", f"W_K[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_K[h]",
              f"W_V[{hw['kv_head']}]" if hw["kv_head"] != c.sel.head else "W_V[h]")
-    return av.weights_figure(hw["W_Q"], hw["W_K"], hw["W_V"], title=title, labels=c.L, names=names)
+    biases = [hw[f"b_{m}"] for m in "QKV"]
+    return av.weights_figure(hw["W_Q"], hw["W_K"], hw["W_V"], title=title, labels=c.L, names=names,
+                             biases=None if any(b is None for b in biases) else biases)
 
 
-@stage("qkv", section="qkv", formula=r"Q = X W_Q^{(h)},\quad K = X W_K^{(h)},\quad V = X W_V^{(h)}")
+def _qkv_variant(c: _Ctx) -> str:
+    if c.sel.block.endswith("cross_attn"):
+        return "cross"
+    return "rotary" if _rotary_model(c.info) else "self"
+
+
+def _qkv_formula(c: _Ctx) -> str:
+    v, bias = _qkv_variant(c), bool(c.info.get("qkv_bias", True))
+    b = {m: _bias(bias, f"b_{m}^{{(h)}}") for m in "QKV"}
+    if v == "rotary":
+        g = "g" if _grouped(c.info) else "h"
+        return (rf"Q^{{(h)}} = \mathrm{{RoPE}}(\hat X W_Q^{{(h)}}{b['Q']}),\ K^{{(h)}} = \mathrm{{RoPE}}(\hat X W_K^{{({g})}}{b['K']}),"
+                rf"\ V^{{(h)}} = \hat X W_V^{{({g})}}{b['V']},\quad \hat X = \mathrm{{RMSNorm}}(X)")
+    if v == "cross":
+        return (rf"Q^{{(h)}} = Y W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = H W_K^{{(h)}}{b['K']},\quad "
+                rf"V^{{(h)}} = H W_V^{{(h)}}{b['V']},\qquad H = " + _tx(c, "encoder_output"))
+    return rf"Q^{{(h)}} = X W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = X W_K^{{(h)}}{b['K']},\quad V^{{(h)}} = X W_V^{{(h)}}{b['V']}"
+
+
+@stage("qkv", section="qkv", formula=_qkv_formula, shape=_qkv_shapes, variants=("self", "cross", "rotary"),
+       variant=_qkv_variant, fill=lambda c: {"layer": c.sel.layer, "last": int(c.info["n_layers"]) - 1})
 def _qkv(c: _Ctx, title: str, opts: dict):
     return av.qkv_figure(c.t("hook_q"), c.t("hook_k"), c.t("hook_v"), c.q_tokens, c.k_tokens, title=title,
                          labels=c.L)
@@ -388,25 +666,60 @@ def _raw_scores(c: _Ctx) -> np.ndarray:
     return q @ k.T
 
 
-@stage("qk", section="scores", click="cell", formula=r"S_{ij} = q_i \cdot k_j = \sum_{d} q_{i,d}\, k_{j,d}")
+@stage("qk", section="scores", click="cell", shape=_square("Q·Kᵀ", "hook_scores"), formula=r"S_{ij} = q_i \cdot k_j = \sum_{d} q_{i,d}\, k_{j,d}")
 def _qk(c: _Ctx, title: str, opts: dict):
     return av.scores_figure(_raw_scores(c), c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k")
 
 
-@stage("scaled", section="scores", click="cell", formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
+@stage("scaled", section="scores", click="cell", shape=_square("Q·Kᵀ/√d_k", "hook_scores"),
+       fill=lambda c: {"k": c.d_head, "sqrt": f"{np.sqrt(c.d_head):.2f}"}, formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
 def _scaled(c: _Ctx, title: str, opts: dict):
     zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
     return av.scores_figure(c.t("hook_scores"), c.q_tokens, c.k_tokens, title=title, labels=c.L,
                             value_name="q·k/√d_k", zmax=zmax)
 
 
-@stage("mask", section="scores", formula=r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{\text{padding}} \wedge \underbrace{[\,j \le i\,]}_{\text{causal}}")
+def _mask_variant(c: _Ctx) -> str:
+    return "causal" if c.causal else "cross" if c.sel.block.endswith("cross_attn") else "padding"
+
+
+def _mask_formula(c: _Ctx) -> str:
+    v = _mask_variant(c)
+    if v == "causal":
+        return (r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"} \wedge \underbrace{[\,j \le i\,]}_{"
+                + _tx(c, "causal") + "}")
+    if v == "cross":
+        return (r"M_{ij} = \underbrace{[\,j < S_{real}\,]}_{" + _tx(c, "padding_source") + r"}\qquad("
+                + _tx(c, "no_causal") + ")")
+    return r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"}\qquad(" + _tx(c, "no_causal") + ")"
+
+
+@stage("mask", section="scores", formula=_mask_formula, shape=_square("M", "hook_mask", mask=True),
+       variants=("causal", "padding", "cross"), variant=_mask_variant)
 def _mask(c: _Ctx, title: str, opts: dict):
     return av.mask_figure(c.t("hook_mask"), c.q_tokens, c.k_tokens, n_real_keys=c.n_k, causal=c.causal,
                           title=title, labels=c.L)
 
 
-@stage("masked", section="scores", click="cell", formula=r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & \text{otherwise} \end{cases}")
+def _minus_1e9(c: _Ctx) -> dict:
+    """Softmax of this head's scores masked with −inf (as the model) and with −1e9 / −1e10 (as
+    tutorials 000 and 003), in float32 like the model: the largest difference between their weights."""
+    s, m = c.t("hook_scores").astype(np.float32), c.t("hook_mask")
+    rows = m.any(-1)
+
+    def soft(fill: float) -> np.ndarray:
+        x = np.where(m, s, np.float32(fill))[rows]
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        ref = soft(-np.inf)
+        diff = max(float(np.abs(ref - soft(v)).max(initial=0.0)) for v in (-1e9, -1e10))
+    return {"diff": f"{diff:.1e}" if diff else "0", "blocked": int((~m[rows]).sum())}
+
+
+@stage("masked", section="scores", click="cell", fill=_minus_1e9, shape=_square("Ŝ", "hook_masked_scores"),
+       formula=lambda c: r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & " + _tx(c, "otherwise") + r" \end{cases}")
 def _masked(c: _Ctx, title: str, opts: dict):
     ms = c.t("hook_masked_scores")
     blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
@@ -414,7 +727,7 @@ def _masked(c: _Ctx, title: str, opts: dict):
                             blocked=blocked)
 
 
-@stage("softmax", section="scores", click="cell", formula=r"A_{ij} = \frac{e^{\hat S_{ij}}}{\sum_{j'} e^{\hat S_{ij'}}},\qquad \sum_j A_{ij} = 1")
+@stage("softmax", section="scores", click="cell", shape=_square("A", "hook_pattern"), formula=r"A_{ij} = \frac{e^{\hat S_{ij}}}{\sum_{j'} e^{\hat S_{ij'}}},\qquad \sum_j A_{ij} = 1")
 def _softmax(c: _Ctx, title: str, opts: dict):
     return av.pattern_figure(c.t("hook_pattern"), c.q_tokens, c.k_tokens, blocked=~c.t("hook_mask"), title=title,
                              labels=c.L)
@@ -422,28 +735,51 @@ def _softmax(c: _Ctx, title: str, opts: dict):
 
 # --- output ---------------------------------------------------------------------------------------
 
-@stage("z", section="output", formula=r"z_i = \sum_j A_{ij}\, v_j \qquad (Z = A V)")
+@stage("z", section="output",
+       shape=lambda c: [_square("A", "hook_pattern")(c)[0], _qkv_shapes(c)[2],
+                        _dims(c, "Z", "hook_z", ("batch", "heads", "positions", "d_k"))], formula=r"z_i = \sum_j A_{ij}\, v_j \qquad (Z = A V)")
 def _z(c: _Ctx, title: str, opts: dict):
     return av.z_figure(c.t("hook_pattern"), c.t("hook_v"), c.t("hook_z"), c.q_tokens, c.k_tokens,
                        blocked=~c.t("hook_mask"), title=title, labels=c.L)
 
 
-@stage("out", section="output", formula=r"\mathrm{MultiHead}(X) = \mathrm{Concat}(z^{(1)},\dots,z^{(H)})\,W_O = \sum_h z^{(h)} W_O^{(h)} + b_O")
+def _out_shape(c: _Ctx) -> list:
+    z = _dims(c, "Z", "hook_z", ("batch", "heads", "positions", "d_k"))
+    (_, b), (_, h), (_, t), (_, k) = z[2]
+    return [z, ("Concat(Z)", "", (("batch", b), ("positions", t), ("heads·d_k", h * k))),
+            _dims(c, "tensor.attn_out", "hook_out", ("batch", "positions", "d_model"))]
+
+
+@stage("out", section="output", shape=_out_shape, variants=("bias", "no_bias"),
+       variant=lambda c: "bias" if c.info.get("out_bias", True) else "no_bias",
+       formula=lambda c: r"\mathrm{MultiHead}(X) = \mathrm{Concat}(z^{(1)},\dots,z^{(H)})\,W_O"
+       + _bias(bool(c.info.get("out_bias", True)), "b_O") + r" = \sum_h z^{(h)} W_O^{(h)}"
+       + _bias(bool(c.info.get("out_bias", True)), "b_O"))
 def _out(c: _Ctx, title: str, opts: dict):
     w = c.weights
     if w is None or f"{c.p}.W_O" not in w:
         return _notice(c.words("no_weights_here"), title), None
     hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
     contrib = c.t("hook_z").astype(np.float64) @ hw["W_O"].astype(np.float64)  # (q, d_model)
-    return av.head_output_figure(contrib, c.t("hook_out"), c.q_tokens, title=title, labels=c.L)
+    names = None if c.info.get("out_bias", True) else (c.L["this_head"], c.L["all_heads_nobias"])
+    return av.head_output_figure(contrib, c.t("hook_out"), c.q_tokens, title=title, labels=c.L, names=names)
 
 
 def _decoder_only(info: dict) -> bool:
     return info.get("kind") == "decoder"
 
 
+def _next_token_formula(c: _Ctx) -> str:
+    h = r"\mathrm{RMSNorm}(h_i)" if c.info.get("final_norm") else "h_i"
+    w = r",\quad W_{out} = E\ (" + _tx(c, "tied") + ")" if c.info.get("tied_output") else ""
+    return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({h}\, W_{{out}}^\top\big)" + w
+
+
 @stage("next_token", section="output", per_head=False, applies=_decoder_only, controls="next_position",
-       formula=r"p(t_{i+1} \mid t_{\le i}) = \mathrm{softmax}\big(h_i W_{out}^\top\big)")
+       formula=_next_token_formula,
+       shape=lambda c: [("tensor.logits", "", (("batch", c.run.n_sentences),
+                                               ("positions", int(c.run[f"{c.stack}.hook_embed"].shape[1])),
+                                               ("vocab", int(c.info["vocab_size"]))))])
 def _next_token(c: _Ctx, title: str, opts: dict):
     run = c.run
     if run.top_ids is None or not _decoder_only(c.info):
@@ -461,7 +797,9 @@ def _next_token(c: _Ctx, title: str, opts: dict):
 
 # --- one cell, all heads ----------------------------------------------------------------------------
 
-@stage("cell", section="cell", per_cell=True, controls="cell", formula=r"A_{ij} = \mathrm{softmax}_j\!\left(\frac{\sum_d q_{i,d}\,k_{j,d}}{\sqrt{d_k}} + \log M_{ij}\right)")
+@stage("cell", section="cell", per_cell=True, controls="cell",
+       shape=lambda c: [("q_i, k_j", "", (("d_k", int(c.d_head)),)), ("A_i", "", (("keys", int(c.n_k)),))],
+       formula=r"A_{ij} = \mathrm{softmax}_j\!\left(\frac{\sum_d q_{i,d}\,k_{j,d}}{\sqrt{d_k}} + \log M_{ij}\right)")
 def _cell(c: _Ctx, title: str, opts: dict):
     i, j = c.sel.query, c.sel.key
     q, k = c.t("hook_q")[i].astype(np.float64), c.t("hook_k")[j].astype(np.float64)
@@ -479,7 +817,10 @@ def overview_layers(n_layers: int, layer: int) -> list[int]:
     return list(range(a, a + OVERVIEW_MAX_LAYERS))
 
 
-@stage("overview", section="overview", controls="drill", click="head", formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij},\qquad d_h = \frac{1}{T}\sum_i \sum_j A_{ij}\,|i-j|")
+@stage("overview", section="overview", click="head", controls="drill",
+       shape=lambda c: [("A", "", (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])),
+                                   ("queries", int(c.t("hook_pattern").shape[0])), ("keys", int(c.t("hook_pattern").shape[1]))))],
+       formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij},\qquad d_h = \frac{1}{T}\sum_i \sum_j A_{ij}\,|i-j|")
 def _overview(c: _Ctx, title: str, opts: dict):
     n_layers = layers_for(c.info, c.sel.block)
     stack, attn = c.sel.block.split(".")
@@ -537,7 +878,8 @@ def _decoding(c: _Ctx, title: str, opts: dict):
                               words=_decoding_words(c.lang))
 
 
-# === what if, and two sentences side by side (issue 15) ===========================================
+# === what if, and two sentences side by side (issue 15) ====================================
+
 # The what-if stages compare the run on screen (intact) with an edited run of the same model and
 # sentences, given as the option ``edited`` (a RunData made with model.edits, e.g.
 # ``run_data(m, texts, edits="no_causal")``; its ``edits`` names the edits). The comparison stage
@@ -651,6 +993,268 @@ def ready(stage_id: str, info, block: str | None = None, options: Mapping | None
     """Whether export should include a stage: it applies, and the run it compares with is given."""
     needs = REGISTRY[stage_id].needs
     return applies(stage_id, info, block) and (needs is None or (options or {}).get(needs) is not None)
+=======
+# --- the whole block: shapes, feed-forward, residual stream and norms, the generator ---------------
+
+def _post_ln(info: dict) -> bool:
+    return info.get("norm", "post-LayerNorm") == "post-LayerNorm"
+
+
+def _stream(c: _Ctx, name: str) -> np.ndarray:
+    """One sentence's (T, d) slice of a hook of the selected layer's block."""
+    return c.run[_block_hook(c, name)][c.sel.sentence]
+
+
+def _bd(c: _Ctx, what: str, name: str, last: str = "d_model") -> Shape:
+    return _dims(c, what, _block_hook(c, name), ("batch", "positions", last))
+
+
+def _ffn_in(c: _Ctx) -> str:
+    """The hook holding what the feed-forward reads."""
+    if not _post_ln(c.info):
+        return "hook_ffn_normed"
+    return "hook_resid_mid_cross" if c.run.kind == "encoder-decoder" and c.stack == "decoder" else "hook_resid_mid"
+
+
+def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
+    """The model and block as a chain of tensors: (step, shape text, hook, part of attention)."""
+    info, run, lang = c.info, c.run, c.lang
+    post = _post_ln(info)
+    stack, layer = c.stack, c.sel.layer
+    cross = c.sel.block.endswith("cross_attn")
+    enc_dec = run.kind == "encoder-decoder"
+    n_kv = int(info.get("n_kv_heads") or info["n_heads"])
+    h, k = int(info["n_heads"]), c.d_head
+    rows: list[tuple[str, str, str, bool]] = []
+
+    def add(key: str, shape: Shape | None = None, dims=None, attn: bool = False, **kw) -> None:
+        if shape is not None:
+            dims, hook = shape[2], shape[1]
+        else:
+            hook = ""
+        rows.append((c.words(f"chain.{key}", **kw), shape_text([("", hook, tuple(dims))], lang)[2:], hook, attn))
+
+    def hook(name: str, labels) -> Shape:
+        return _dims(c, "", name, labels)
+
+    B = run.n_sentences
+    S = int(run["encoder.hook_embed"].shape[1]) if "encoder.hook_embed" in run else 0
+    T = int(run[f"{stack}.hook_embed"].shape[1])
+    add("ids_dec" if (enc_dec and stack == "decoder") else "ids", dims=(("batch", B), ("positions", T if not cross else T)))
+    add("embed_scaled" if float(info.get("embed_scale") or 1) != 1 else "embed",
+        hook(f"{stack}.hook_embed", ("batch", "positions", "d_model")), scale=f"{float(info.get('embed_scale') or 1):.2f}")
+    if f"{stack}.hook_pos_embed" in run:
+        add("pe_learned" if _learned(info) else "pe", hook(f"{stack}.hook_pos_embed", ("one", "positions", "d_model")))
+    if info.get("embed_norm"):
+        add("embed_norm", dims=(("batch", B), ("positions", T), ("d_model", int(info["d_model"]))))
+    if layer > 0:
+        add("earlier_layers", dims=(("layers", layer),), n=layer)
+    add("layer_input", hook(_block_hook(c, "hook_resid_pre"), ("batch", "positions", "d_model")), layer=layer)
+    if enc_dec and stack == "decoder" and cross:
+        add("self_sublayer", hook(_block_hook(c, "hook_resid_mid"), ("batch", "positions", "d_model")))
+    if not post:
+        add("rmsnorm_in", hook(_block_hook(c, "hook_attn_normed"), ("batch", "positions", "d_model")), attn=True)
+    if cross:
+        add("encoder_output", hook(f"encoder.blocks.{int(info['n_layers']) - 1}.hook_resid_post",
+                                   ("batch", "source", "d_model")), attn=True)
+    bias = bool(info.get("qkv_bias", True))
+    add("project_q_b" if bias else "project_q", dims=(("batch", B), ("positions", T), ("heads·d_k", h * k)), attn=True)
+    kv_pos, kv_len = ("source", S) if cross else ("positions", T)
+    add("project_kv_b" if bias else "project_kv",
+        dims=(("batch", B), (kv_pos, kv_len), ("kv_heads·d_k" if n_kv < h else "heads·d_k", n_kv * k)), attn=True)
+    rope = _rotary_model(info)
+    add("split_q_rope" if rope else "split_q", hook("hook_q", ("batch", "heads", "positions", "d_k")), attn=True, h=h, k=k)
+    if n_kv < h:
+        add("split_kv_rope" if rope else "split_kv", dims=(("batch", B), ("kv_heads", n_kv), (kv_pos, kv_len), ("d_k", k)), attn=True,
+            h=n_kv, k=k)
+        add("repeat_kv", hook("hook_k", ("batch", "heads", kv_pos, "d_k")), attn=True, g=h // n_kv)
+    else:
+        add("split_kv_rope" if rope else "split_kv", hook("hook_k", ("batch", "heads", kv_pos, "d_k")), attn=True, h=h, k=k)
+    add("scores", hook("hook_scores", ("batch", "heads", "queries", "keys")), attn=True, k=k)
+    add("mask_causal" if c.causal else "mask", hook("hook_mask", ("batch", "one", "queries", "keys")), attn=True)
+    add("softmax", hook("hook_pattern", ("batch", "heads", "queries", "keys")), attn=True)
+    add("z", hook("hook_z", ("batch", "heads", "positions", "d_k")), attn=True)
+    add("concat", dims=(("batch", B), ("positions", T), ("heads·d_k", h * k)), attn=True)
+    add("w_o_b" if info.get("out_bias", True) else "w_o", hook("hook_out", ("batch", "positions", "d_model")),
+        attn=True)
+    if post:
+        sums = ["attn"] + (["cross"] if enc_dec and stack == "decoder" else [])
+        if cross:
+            sums = ["cross"]
+        for sub in sums:
+            nxt = "hook_resid_mid" if sub == "attn" else "hook_resid_mid_cross"
+            add("add_norm_attn" if sub == "attn" else "add_norm_cross", hook(_block_hook(c, nxt), ("batch", "positions", "d_model")))
+            if sub == "attn" and enc_dec and stack == "decoder" and not cross:
+                add("cross_sublayer", hook(_block_hook(c, "hook_resid_mid_cross"), ("batch", "positions", "d_model")))
+                break
+    else:
+        add("add", hook(_block_hook(c, "hook_resid_mid"), ("batch", "positions", "d_model")))
+        add("rmsnorm_ffn", hook(_block_hook(c, "hook_ffn_normed"), ("batch", "positions", "d_model")))
+    add("ffn_hidden", hook(_block_hook(c, "hook_ffn_hidden"), ("batch", "positions", "d_ff")), act=info.get("ffn", ""))
+    add("ffn_out", hook(_block_hook(c, "hook_ffn_out"), ("batch", "positions", "d_model")))
+    add("add_norm_ffn" if post else "add_ffn", hook(_block_hook(c, "hook_resid_post"), ("batch", "positions", "d_model")),
+        layer=layer)
+    n_layers = layers_for(info, c.sel.block)
+    if layer < n_layers - 1:
+        add("later_layers", dims=(("layers", n_layers - 1 - layer),), n=n_layers - 1 - layer)
+    if enc_dec and stack == "encoder":
+        add("feeds_cross", hook(f"encoder.blocks.{n_layers - 1}.hook_resid_post", ("batch", "source", "d_model")),
+            n=int(info.get("n_decoder_layers") or 0))
+    if info.get("final_norm"):
+        add("final_norm", dims=(("batch", B), ("positions", T), ("d_model", int(info["d_model"]))))
+    if info["kind"] != "encoder" and stack == "decoder":
+        add("logits", dims=(("batch", B), ("positions", T), ("vocab", int(info["vocab_size"]))))
+    return rows
+
+
+@stage("shapes", section="block", formula=lambda c: r"\begin{gathered}(B, T, d_{model}) \xrightarrow{W_Q} (B, T, h\,d_k) "
+       + r"\xrightarrow{" + _tx(c, "view") + r"} (B, T, h, d_k) \xrightarrow{" + _tx(c, "transpose") + r"} (B, h, T, d_k) \\ "
+       rf"B = {c.run.n_sentences},\ h = {int(c.info['n_heads'])},\ d_k = {c.d_head},\ d_{{model}} = {int(c.info['d_model'])}"
+       r"\end{gathered}",
+       fill=lambda c: {"layer": c.sel.layer},
+       shape=lambda c: [_bd(c, "X", "hook_resid_pre")] + _qkv_shapes(c) + [_bd(c, "tensor.layer_output", "hook_resid_post")])
+def _shapes(c: _Ctx, title: str, opts: dict):
+    rows = _chain(c)
+    return bv.chain_figure([(a, b, h) for a, b, h, _ in rows], title=title, labels=c.L,
+                           highlight=[x for *_, x in rows])
+
+
+def _ffn_variant(c: _Ctx) -> str:
+    act = c.info.get("ffn", "ReLU")
+    return {"ReLU": "relu", "SwiGLU": "swiglu"}.get(act, "gelu")
+
+
+def _ffn_formula(c: _Ctx) -> str:
+    v, d, f = _ffn_variant(c), int(c.info["d_model"]), int(c.info.get("d_ff") or 0)
+    dims = rf",\qquad d_{{model}} = {d},\ d_{{ff}} = {f}"
+    if v == "swiglu":
+        return (r"\mathrm{FFN}(x) = \big(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\big) W_{down},\quad "
+                r"\mathrm{SiLU}(u) = u\,\sigma(u)" + dims)
+    act = r"\max(0,\ x W_1 + b_1)" if v == "relu" else r"\mathrm{GELU}(x W_1 + b_1)"
+    return rf"\mathrm{{FFN}}(x) = {act}\, W_2 + b_2" + dims
+
+
+def _ffn_fill(c: _Ctx) -> dict:
+    n = len(stack_tokens(c.run, c.stack, c.sel.sentence))
+    hid = _stream(c, "hook_ffn_hidden")[:n]
+    return {"d": int(c.info["d_model"]), "d_ff": int(c.info.get("d_ff") or hid.shape[-1]),
+            "ratio": _num(hid.shape[-1] / int(c.info["d_model"])), "layer": c.sel.layer,
+            "zero": f"{100 * float((hid == 0).mean()) if hid.size else 0:.0f}",
+            "neg": f"{100 * float((hid < 0).mean()) if hid.size else 0:.0f}",
+            "act": c.info.get("ffn", "ReLU"),
+            "resize": c.words("ffn_widen" if hid.shape[-1] > int(c.info["d_model"]) else "ffn_same",
+                              d=int(c.info["d_model"]), d_ff=int(hid.shape[-1]),
+                              ratio=_num(hid.shape[-1] / int(c.info["d_model"]))),
+            "input": c.words("ffn_input_post" if _post_ln(c.info) else "ffn_input_pre")}
+
+
+@stage("ffn", section="block", formula=_ffn_formula, variants=("relu", "gelu", "swiglu"), variant=_ffn_variant,
+       fill=_ffn_fill, shape=lambda c: [_bd(c, "x", _ffn_in(c)), _bd(c, "tensor.ffn_hidden", "hook_ffn_hidden", "d_ff"),
+                                        _bd(c, "FFN(x)", "hook_ffn_out")])
+def _ffn(c: _Ctx, title: str, opts: dict):
+    n = _stream(c, "hook_ffn_hidden").shape[0]
+    toks = padded(stack_tokens(c.run, c.stack, c.sel.sentence), n)
+    act = c.info.get("ffn", "ReLU")
+    return bv.ffn_figure(_stream(c, "hook_ffn_hidden"), _stream(c, "hook_ffn_out"), toks, title=title, labels=c.L,
+                         names=(f"{c.L['ffn_hidden']} ({act}, d_ff = {_stream(c, 'hook_ffn_hidden').shape[1]})",
+                                f"{c.L['ffn_out']} (d_model = {_stream(c, 'hook_ffn_out').shape[1]})"))
+
+
+def _residual_steps(c: _Ctx) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """The block's stream in forward order: (label, hook) and the norms: (label, input hook, kind)."""
+    a = c.p.rsplit(".", 1)[0]  # "{stack}.blocks.{i}"
+    attn = f"{a}.self_attn.hook_out"
+    if not _post_ln(c.info):
+        steps = [("x", "hook_resid_pre"), ("RMSNorm₁(x)", "hook_attn_normed"), ("Attn(·)", attn),
+                 ("x + Attn", "hook_resid_mid"), ("RMSNorm₂(x)", "hook_ffn_normed"), ("FFN(·)", "hook_ffn_out"),
+                 ("x + FFN", "hook_resid_post")]
+        return steps, [("RMSNorm₁", "hook_resid_pre", "rms"), ("RMSNorm₂", "hook_resid_mid", "rms")]
+    steps = [("x", "hook_resid_pre"), ("Attn(x)", attn), ("x + Attn(x)", "hook_attn_sum"),
+             ("LayerNorm₁", "hook_resid_mid")]
+    norms = [("LayerNorm₁", "hook_attn_sum", "layer")]
+    last = "LayerNorm₂"
+    if c.run.kind == "encoder-decoder" and c.stack == "decoder":
+        steps += [("Cross(x, H)", f"{a}.cross_attn.hook_out"), ("x + Cross", "hook_cross_sum"),
+                  ("LayerNorm₂", "hook_resid_mid_cross")]
+        norms.append(("LayerNorm₂", "hook_cross_sum", "layer"))
+        last = "LayerNorm₃"
+    steps += [("FFN(x)", "hook_ffn_out"), ("x + FFN(x)", "hook_ffn_sum"), (last, "hook_resid_post")]
+    norms.append((last, "hook_ffn_sum", "layer"))
+    return steps, norms
+
+
+def _resolve(c: _Ctx, hook: str) -> str:
+    return hook if "." in hook else _block_hook(c, hook)
+
+
+@stage("residual_norm", section="block", variants=("post_ln", "pre_rms"),
+       variant=lambda c: "post_ln" if _post_ln(c.info) else "pre_rms",
+       fill=lambda c: {"layer": c.sel.layer, "norm": c.info.get("norm", ""), "eps": "",
+                       "extra": c.words("norm_extra_bert" if c.info.get("embed_norm") else
+                                        "norm_extra_llama" if c.info.get("final_norm") else "norm_extra_none")},
+       formula=lambda c: (r"x \leftarrow \mathrm{LayerNorm}\big(x + \mathrm{Sublayer}(x)\big),\quad "
+                          r"\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta")
+       if _post_ln(c.info) else (r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)\big),\quad "
+                                 r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}"),
+       shape=lambda c: [_dims(c, w, _resolve(c, h), ("batch", "positions", "d_model"))
+                        for w, h in _residual_steps(c)[0][:1]] + [("μ, σ" if _post_ln(c.info) else "rms", "",
+                                                                   (("batch", c.run.n_sentences),
+                                                                    ("positions", int(c.run[_block_hook(c, "hook_resid_pre")].shape[1]))))])
+def _residual_norm(c: _Ctx, title: str, opts: dict):
+    steps, norms = _residual_steps(c)
+    T = int(c.run[_block_hook(c, "hook_resid_pre")].shape[1])
+    n_real = min(len(stack_tokens(c.run, c.stack, c.sel.sentence)), T)
+    toks = stack_tokens(c.run, c.stack, c.sel.sentence)[:n_real]
+    s = c.sel.sentence
+    return bv.residual_figure([(w, c.run[_resolve(c, h)][s][:n_real]) for w, h in steps],
+                              [(w, c.run[_resolve(c, h)][s][:n_real], k) for w, h, k in norms], toks,
+                              title=title, labels=c.L)
+
+
+def _enc_dec(info: dict) -> bool:
+    return info.get("kind") == "encoder-decoder"
+
+
+LOGITS_TOP = 5
+
+
+def _logits_data(c: _Ctx):
+    run, s = c.run, c.sel.sentence
+    toks = list(run.decoder_tokens[s])
+    n = min(len(toks), run.top_ids.shape[1])
+    ids, probs = run.top_ids[s, :n, :LOGITS_TOP], run.top_probs[s, :n, :LOGITS_TOP]
+    top = [[run.top_text.get(int(i), str(int(i))) for i in row] for row in ids]
+    chosen = toks[1:n] + [top[n - 1][0]]  # the next input token; after the last one, the model's choice
+    p_chosen = []
+    for t in range(n):
+        p = [float(pr) for tk, pr in zip(top[t], probs[t]) if tk == chosen[t]]
+        p_chosen.append(p[0] if p else float("nan"))
+    return toks[:n], top, probs, chosen, p_chosen
+
+
+@stage("logits", section="block", per_head=False, applies=_enc_dec,
+       formula=lambda c: r"p(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}\big(h_t^{(L)} E^\top\big),\quad E \in \mathbb{R}^{"
+       + f"{int(c.info['vocab_size']):,}".replace(",", "{,}") + rf" \times {int(c.info['d_model'])}}}",
+       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}", "k": LOGITS_TOP,
+                       "last": int(c.info.get("n_decoder_layers") or 0) - 1},
+       shape=lambda c: [("tensor.logits", "", (("batch", c.run.n_sentences),
+                                               ("positions", int(c.run["decoder.hook_embed"].shape[1])),
+                                               ("vocab", int(c.info["vocab_size"]))))])
+def _logits(c: _Ctx, title: str, opts: dict):
+    if c.run.top_ids is None or not _enc_dec(c.info):
+        return _not_for(c, title, "needs.generator")
+    toks, top, probs, chosen, p_chosen = _logits_data(c)
+    return bv.logits_figure(toks, top, probs, chosen, p_chosen, title=title, labels=c.L)
+
+
+@stage("pe_tutorial", section="position", per_head=False, controls="pe", on_demand=True,
+       formula=r"\begin{gathered}\mathrm{div\_term}_i = e^{2i\,(-\ln n / d_{model})} = \frac{1}{n^{2i/d_{model}}},\quad "
+       r"d_{model} = 4 \\ PE_{k,2i} = \sin(k\,\mathrm{div\_term}_i),\quad PE_{k,2i+1} = \cos(k\,\mathrm{div\_term}_i)"
+       r"\end{gathered}",
+       shape=lambda c: [("tensor.tutorial_embedding", "", (("batch", 3), ("positions", 6), ("d_model", 4))),
+                        ("PE", "", (("positions", 10), ("d_model", 4)))])
+def _pe_tutorial(c: _Ctx, title: str, opts: dict):
+    return tut.figure(int(opts.get("pe_tutorial_sentence") or 0), title=title, labels=c.L)
 
 
 # --- what the registry gives everyone ---------------------------------------------------------------
@@ -677,10 +1281,10 @@ def stage_title(stage_id: str, lang: str = "en") -> str:
     return _record(stage_id).title(lang)
 
 
-def _context(cache, info, sel: Selection, lang: str, weights=None) -> _Ctx:
+def _context(cache, info, sel: Selection, lang: str, weights=None, opts: dict | None = None) -> _Ctx:
     run = as_run(cache)
     inf = _info(info)
-    return _Ctx(run, inf, clip_selection(sel, run, inf), i18n.lang_or_default(lang), weights)
+    return _Ctx(run, inf, clip_selection(sel, run, inf), i18n.lang_or_default(lang), weights, opts)
 
 
 def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en", weights=None,
@@ -694,9 +1298,24 @@ def stage_figure(stage_id: str, cache, info, sel: Selection, *, lang: str = "en"
     comparison: the run of a second sentence alone) — a stage's ``needs`` says which it reads.
     """
     record = _record(stage_id)
-    ctx = _context(cache, info, sel, lang, weights)
     opts = {k: v for k, v in options.items() if v is not None}
-    return record.build(ctx, record.title(ctx.lang), opts)
+    ctx = _context(cache, info, sel, lang, weights, opts)
+    return record.build(ctx, record.title(ctx.lang, ctx), opts)
+
+
+def stage_words(stage_id: str, cache, info, sel: Selection, lang: str = "en", *, weights=None,
+                **options) -> dict:
+    """What the page says about one stage for this model, block and run: ``title``, ``explain``,
+    ``formula`` (LaTeX), ``shape`` (the tensors drawn, with named dimensions, as text), ``shapes``
+    (the same as data: ``Shape`` tuples), ``variant`` and ``note``. ``options`` as for
+    ``stage_figure`` (the words follow the values drawn)."""
+    record = _record(stage_id)
+    opts = {k: v for k, v in options.items() if v is not None}
+    ctx = _context(cache, info, sel, lang, weights, opts)
+    shapes = record.shape(ctx) if record.shape is not None and applies(stage_id, ctx.info, ctx.sel.block) else []
+    return {"title": record.title(ctx.lang, ctx), "explain": record.explain(ctx.lang, ctx),
+            "formula": record.formula_for(ctx), "shape": shape_text(shapes, ctx.lang), "shapes": shapes,
+            "variant": record._variant(ctx), "note": record.note(ctx) if record.note is not None else None}
 
 
 def stage_note(stage_id: str, cache, info, sel: Selection, lang: str = "en") -> str | None:

@@ -40,6 +40,16 @@ LINE_COLOURS = tuple(c for c in OKABE_ITO if c != "#F0E442")
 FONT = '"Noto Sans CJK KR", "Noto Sans KR", "Malgun Gothic", "Apple SD Gothic Neo", "DejaVu Sans", sans-serif'
 MAX_TICKS = 64  # beyond this many positions, label every k-th one
 CELL_TEXT_MAX = 20  # write numbers inside heatmap cells up to this many rows and columns
+# Cell numbers fit their cells, whatever the screen: a heatmap's text has no font size of its own,
+# so plotly.js (heatmap/plot.js, "auto" textfont size) sizes it to the narrowest cell (its width over
+# the longest text's characters, its height over the lines), never above the layout's font size;
+# numbers never overlap. On a narrow screen that size can drop below what anyone reads; the page's
+# stylesheet (CELL_TEXT_CSS, explorer/app.py) hides cell text drawn smaller than CELL_TEXT_MIN_PX
+# (plotly writes the size into the text element's style as "font-size: Npx").
+CELL_TEXT_MIN_PX = 7
+CELL_TEXT_CSS = ("<style>" + ", ".join(
+    f'.js-plotly-plot g.heatmap-label text[style*="font-size: {n}px"]' for n in range(1, CELL_TEXT_MIN_PX))
+    + " { display: none; }</style>")
 # up to this many cells (the app's biggest query x key matrix: 72 x 72), a heatmap's hover names
 # the tokens (per-cell labels); beyond, the hover gives positions and the value, values travel as
 # float32 and the axes carry the tokens: a 512-token matrix is ~1.6 MB of JSON instead of ~10 MB,

@@ -54,7 +54,7 @@ def batch_figure(batch_tokens: Sequence[Sequence[str]], *, specials: Sequence[st
     traces = [style.trace(
         "heatmap", z=cat, x=list(range(t)), y=list(range(n)), zmin=-0.5, zmax=2.5, colorscale=scale,
         showscale=False, text=text if t <= 80 else None, texttemplate="%{text}" if t <= 80 else None,
-        textfont=dict(size=12), customdata=custom, xgap=2, ygap=2, name="batch",
+        customdata=custom, xgap=2, ygap=2, name=style.esc(row_name),
         hovertemplate=(f"{style.esc(row_name)} %{{y}}, {style.esc(col_name)} %{{x}}: "
                        "<b>%{customdata[0]}</b> (%{customdata[1]})<extra></extra>"),
     )]

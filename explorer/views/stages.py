@@ -993,7 +993,7 @@ def ready(stage_id: str, info, block: str | None = None, options: Mapping | None
     """Whether export should include a stage: it applies, and the run it compares with is given."""
     needs = REGISTRY[stage_id].needs
     return applies(stage_id, info, block) and (needs is None or (options or {}).get(needs) is not None)
-=======
+
 # --- the whole block: shapes, feed-forward, residual stream and norms, the generator ---------------
 
 def _post_ln(info: dict) -> bool:

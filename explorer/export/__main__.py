@@ -12,6 +12,7 @@ from pathlib import Path
 
 import model
 from explorer.views import stages as views
+from explorer.views import tutorial002
 from explorer.views.theme import THEME_NAMES
 from model.registry import FETCHED, SEED_WEIGHTS
 
@@ -27,9 +28,7 @@ except ImportError:  # no progress bar then
 
 # --preset NAME: options for the positional figures, and the on-demand stages it adds to "all"
 PRESETS = {
-    "tutorial002": {"options": {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
-                                "pe_bases": (100.0, 10000.0)},
-                    "stages": ("pe_tutorial",)},
+    "tutorial002": {"options": tutorial002.PRESET, "stages": ("pe_tutorial",)},
 }
 
 

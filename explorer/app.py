@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import export_ui, i18n, inputs, state
-from explorer.views import picking, stages, style
+from explorer.views import picking, stages, style, tutorial002
 from explorer.views.data import axis_tokens
 
 log = logging.getLogger("attention_explorer")
@@ -318,15 +318,14 @@ def pe_controls(page: Page) -> dict:
 
 
 # tutorial 002's worked example (explorer/views/tutorial002.py), one click away
-TUTORIAL_002 = {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
-                "pe_bases": (100.0, 10000.0)}
+TUTORIAL_002 = tutorial002.PRESET
 
 
 def tutorial_toggle(info) -> None:
     """On: the positional controls take tutorial 002's settings; off: this model's own again."""
     if st.session_state.get("pe_tutorial"):
         for k in ("pe_base", "pe_d_model", "pe_positions", "pe_dims"):
-            st.session_state[k] = TUTORIAL_002[k]
+            st.session_state[k] = list(TUTORIAL_002[k]) if k == "pe_dims" else TUTORIAL_002[k]
     else:
         st.session_state["pe_base"] = float(info.positional_base or 10000.0)
         st.session_state["pe_d_model"] = info.d_model

@@ -1401,5 +1401,10 @@ def fig_labels(lang: str = "en") -> dict[str, str]:
 
 
 def stage_text(stage_id: str, lang: str = "en") -> dict[str, str]:
-    """{"title", "explain"} of one stage in ``lang``."""
-    return {"title": t(f"stage.{stage_id}.title", lang), "explain": t(f"stage.{stage_id}.explain", lang)}
+    """{"title", "explain"} of one stage in ``lang``, as templates: a stage whose words follow the model
+    has one explanation per variant (stage.{id}.explain.{variant}); this gives the first of them. The
+    words for a model and a run: ``explorer.views.stages.stage_words``."""
+    key = f"stage.{stage_id}.explain"
+    if key not in WORDS:
+        key = next(k for k in WORDS if k.startswith(key + "."))
+    return {"title": t(f"stage.{stage_id}.title", lang), "explain": t(key, lang)}

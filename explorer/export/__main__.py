@@ -17,6 +17,7 @@ from pathlib import Path
 import model
 from explorer import inputs
 from explorer.views import stages as views
+from explorer.views import tutorial002
 from explorer.views.theme import THEME_NAMES
 from explorer.views.trace import trace_data
 from model.registry import FETCHED, SEED_WEIGHTS
@@ -33,9 +34,7 @@ except ImportError:  # no progress bar then
 
 # --preset NAME: options for the positional figures, and the on-demand stages it adds to "all"
 PRESETS = {
-    "tutorial002": {"options": {"pe_base": 100.0, "pe_d_model": 4, "pe_positions": 10, "pe_dims": [0, 1, 2, 3],
-                                "pe_bases": (100.0, 10000.0)},
-                    "stages": ("pe_tutorial",)},
+    "tutorial002": {"options": tutorial002.PRESET, "stages": ("pe_tutorial",)},
 }
 
 

@@ -28,6 +28,9 @@ POSITIONS = 10
 BASES = (100.0, 1000.0, 10000.0)  # the worked example (n = 100), the loop (n = 1000), the class (n = 10000)
 COMPARE = (100.0, 10000.0)  # the comparison the tutorial makes
 SUM_BASES = (1000.0, 10000.0)  # the bases of its two printed sums
+# the positional controls set to the example (the app's preset toggle and the exporter's --preset)
+PRESET = {"pe_base": 100.0, "pe_d_model": D_MODEL, "pe_positions": POSITIONS, "pe_dims": list(range(D_MODEL)),
+          "pe_bases": COMPARE}
 SENTENCES = (("I", "wonder", "what", "will", "come", "next"),
              ("This", "is", "a", "basic", "example", "paragraph"),
              ("Hello", "what", "is", "a", "basic", "split"))

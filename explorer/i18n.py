@@ -880,6 +880,8 @@ WORDS: dict[str, dict[str, str]] = {
     "tx.padding_source": {"en": "padding of the source", "ko": "원문의 패딩"},
     "tx.no_causal": {"en": "no causal mask", "ko": "인과 마스크 없음"},
     "tx.otherwise": {"en": "otherwise", "ko": "그 외"},
+    "tx.edited": {"en": "edited", "ko": "바꾼 뒤"},
+    "tx.intact": {"en": "intact", "ko": "원래"},
     "tx.tied": {"en": "tied", "ko": "공유"},
     "tx.view": {"en": "view", "ko": "모양 바꾸기"},
     "tx.transpose": {"en": "transpose", "ko": "전치"},

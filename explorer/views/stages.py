@@ -905,7 +905,7 @@ def _edits_note(e: _Ctx) -> str:
 
 
 @stage("whatif_pattern", section="whatif", controls="whatif", needs="edited",
-       formula=r"\Delta A_{ij} = A^{\text{edited}}_{ij} - A^{\text{intact}}_{ij}")
+       formula=lambda c: r"\Delta A_{ij} = A^{" + _tx(c, "edited") + r"}_{ij} - A^{" + _tx(c, "intact") + r"}_{ij}")
 def _whatif_pattern(c: _Ctx, title: str, opts: dict):
     e = _second(c, opts, "edited")
     if e is None:
@@ -925,7 +925,8 @@ def head_entropies(c: _Ctx) -> np.ndarray:
 
 
 @stage("whatif_entropy", section="whatif", controls="whatif", needs="edited",
-       formula=r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij}:\quad H_h^{\text{edited}} - H_h^{\text{intact}}")
+       formula=lambda c: (r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij}:\quad H_h^{" + _tx(c, "edited")
+                          + r"} - H_h^{" + _tx(c, "intact") + "}"))
 def _whatif_entropy(c: _Ctx, title: str, opts: dict):
     e = _second(c, opts, "edited")
     if e is None:

@@ -253,6 +253,7 @@ class Page:
                 "lang": self.lang, "selection": self.sel, "edits": edits, "compare": compare}
 
     def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, **options) -> None:
+        record = stages.REGISTRY[stage_id]
         if explain:  # the words follow the model, the block and the values drawn
             try:
                 words = stages.stage_words(stage_id, self.run, self.info, self.sel, self.lang, **options)

@@ -51,7 +51,9 @@ def hook_bytes(info, n_sentences: int, n_tokens: int, name: str) -> int:
         return B * H * Tk * hs * FLOAT
     if hook == "hook_pos_embed":
         return Tq * d * FLOAT  # (1, T, d): the same for every sentence
-    return B * Tq * d * FLOAT  # embeddings, hook_out, hook_resid_post
+    if hook == "hook_ffn_hidden":
+        return B * Tq * int(getattr(info, "d_ff", 0) or 4 * d) * FLOAT  # (B, T, d_ff)
+    return B * Tq * d * FLOAT  # embeddings, hook_out, the block's stream (resid, sums, norms, ffn_out)
 
 
 def working_bytes(info, n_sentences: int, n_tokens: int) -> int:

@@ -124,6 +124,7 @@ def all_figures(run, info, sel) -> dict[str, int]:
     """Every stage's figure for ``sel``, serialised as the app sends it (the figure's plain dict,
     as explorer/state.py gives it to st.plotly_chart, then plotly.io.to_json with the app's JSON
     engine); {stage: JSON bytes}."""
+    import streamlit  # noqa: F401  importing it sets plotly's default template to "streamlit", as in the app
     from explorer import fastpath
     from explorer.views import stages
 

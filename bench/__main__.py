@@ -158,12 +158,14 @@ def _stats(xs: list[float]) -> dict:
 
 
 def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[float, float], p_sentence: float,
-                     arrival: float) -> list[dict]:
+                     arrival: float, model_name: str = "seed") -> list[dict]:
     """A workshop's rhythm against a real hosted server: for each (learners, replicas), replicas = 0
-    is one `streamlit run` process, N >= 1 is scripts/serve.sh (N processes behind nginx)."""
+    is one `streamlit run` process, N >= 1 is scripts/serve.sh (N processes behind nginx). Every
+    learner opens ``model_name``'s page (``?model=...``; the default page for the seed model)."""
     from . import server as sv
 
-    page = sv.Page.of("seed")
+    page = sv.Page.of(model_name)
+    query = "" if model_name == "seed" else f"model={model_name}"
     out = []
     for learners, replicas in configs:
         t0 = time.perf_counter()
@@ -171,14 +173,14 @@ def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[
         with ctx as srv:
             pids = [srv.proc.pid] if replicas == 0 else srv.pids
             # every replica imports, loads the model and draws the page once, as a host would
-            cold_s, cold_errors = sv.warm_up(srv) if replicas == 0 else srv.warm_up()
+            cold_s, cold_errors = sv.warm_up(srv, query=query) if replicas == 0 else srv.warm_up(query=query)
             r = sv.workshop_test(srv.port, pids, page=page, learners=learners, seconds=seconds, think=act,
-                                 p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0)
+                                 p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0, query=query)
             log = srv.log_tail(15) if r.errors else ""
         clicks = [x for k in sv.CLICKS for x in r.latencies.get(k, [])]
         errors = [f"warm-up: {e}" for e in cold_errors] + r.errors
         out.append({
-            "learners": learners, "replicas": replicas, "seconds": seconds, "act_every_s": list(act),
+            "model": model_name, "learners": learners, "replicas": replicas, "seconds": seconds, "act_every_s": list(act),
             "p_sentence": p_sentence, "arrival_s": arrival, "actions": r.actions,
             "actions_per_s": r.actions / seconds, "errors": len(errors), "error_messages": errors[:10],
             "click": _stats(clicks), "sentence": _stats(r.latencies.get("sentence", [])),
@@ -207,6 +209,8 @@ def targets(res: dict, full: bool) -> dict:
                                      "target": "cached and uncached decoding write the same tokens",
                                      "ok": all(r["same_output"] for r in runs)}
     for w in res.get("workshop", []):
+        if w.get("model", "seed") != "seed":  # the floors are the seed model's default page; others: capacity
+            continue
         name = f"workshop.{w['learners']}_learners.{'direct' if w['replicas'] == 0 else str(w['replicas']) + '_replicas'}"
         if w["replicas"] >= 2 and w["learners"] >= 60:
             ok = w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= BALANCED_CLICK_P95
@@ -278,16 +282,20 @@ def table(res: dict) -> str:
         L.append("")
         L.append("workshop: learners act every {}-{} s (a layer/head/block/view click, or a new sentence), then a burst "
                  "(every learner sends a sentence within 1 s); latencies p50/p95/max s".format(*res["workshop"][0]["act_every_s"]))
-        L.append(f"{'learners':>8}{'server':>12}{'actions/s':>10}{'click':>20}{'sentence':>20}{'burst':>20}"
-                 f"{'CPU s/action':>13}{'CPU s/s':>8}{'RSS MB':>8}{'errors':>7}")
+        L.append("(learners/core by CPU: one core's second divided by the CPU seconds a learner costs per second, "
+                 "i.e. the mean time between a learner's actions / CPU s per action)")
+        L.append(f"{'model':>8}{'learners':>9}{'server':>12}{'actions/s':>10}{'click':>20}{'sentence':>20}{'burst':>20}"
+                 f"{'CPU s/action':>13}{'CPU s/s':>8}{'learners/core':>14}{'RSS MB':>8}{'errors':>7}")
         for w in res["workshop"]:
             srv = "1 process" if w["replicas"] == 0 else f"{w['replicas']}×nginx"
 
             def cell(st):
                 return "—" if not st["n"] else f"{st['p50_s']:.2f}/{st['p95_s']:.2f}/{st['max_s']:.2f}"
-            L.append(f"{w['learners']:>8}{srv:>12}{w['actions_per_s']:>10.2f}{cell(w['click']):>20}"
-                     f"{cell(w['sentence']):>20}{cell(w['burst']):>20}{(w['cpu_s_per_action'] or 0):>13.3f}"
-                     f"{w['cpu_s_per_s']:>8.2f}{(w['rss_max_mb'] or 0):>8.0f}{w['errors']:>7}")
+            per_core = (sum(w["act_every_s"]) / 2 / w["cpu_s_per_action"]) if w["cpu_s_per_action"] else 0
+            L.append(f"{w.get('model', 'seed'):>8}{w['learners']:>9}{srv:>12}{w['actions_per_s']:>10.2f}"
+                     f"{cell(w['click']):>20}{cell(w['sentence']):>20}{cell(w['burst']):>20}"
+                     f"{(w['cpu_s_per_action'] or 0):>13.3f}{w['cpu_s_per_s']:>8.2f}{per_core:>14.0f}"
+                     f"{(w['rss_max_mb'] or 0):>8.0f}{w['errors']:>7}")
             for e in w["error_messages"][:3]:
                 L.append(f"    error: {e[:150]}")
     if res.get("decoding"):
@@ -361,6 +369,7 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=float, default=60.0, help="workshop: seconds of clicking after everyone is in")
     p.add_argument("--act", default="3,6", help="workshop: seconds between a learner's actions: lo,hi")
     p.add_argument("--p-sentence", type=float, default=0.2, help="workshop: share of actions that are a new sentence")
+    p.add_argument("--workshop-model", default="seed", help="workshop: the model every learner opens (seed, smollm2, ...)")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
                    help="glibc malloc settings for this process and the server: the app's (explorer/memory.py, "
                         "as the app runs) or glibc's defaults")
@@ -420,7 +429,7 @@ def main(argv=None) -> int:
     if "export" in only:
         res["export"] = section_export(a.quick)
     if "workshop" in only:
-        res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival)
+        res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival, a.workshop_model)
     if "concurrency" in only:
         res["concurrency"] = section_concurrency(a.sessions, a.seconds, think, a.reruns, a.arrival)
     res["targets"] = targets(res, full=not a.quick)

@@ -167,11 +167,11 @@ class Balancer:
         self.log.flush()
         return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
 
-    def warm_up(self, run_timeout: float = 180.0) -> tuple[float, list[str]]:
-        """Open the page once on every replica (directly: serve.sh puts replica i on port + i), as a
-        host does before the class comes. Returns (seconds of the slowest, errors)."""
+    def warm_up(self, run_timeout: float = 180.0, query: str = "") -> tuple[float, list[str]]:
+        """Open the page (``?query``) once on every replica (directly: serve.sh puts replica i on
+        port + i), as a host does before the class comes. Returns (seconds of the slowest, errors)."""
         async def once(port: int):
-            async with Session(port, run_timeout=run_timeout) as s:
+            async with Session(port, query=query, run_timeout=run_timeout) as s:
                 return await s.rerun()
 
         async def all_of():
@@ -407,11 +407,11 @@ async def _load(server: Server, sessions: int, seconds: float, think: tuple[floa
     return out
 
 
-def warm_up(server: Server, run_timeout: float = 120.0) -> tuple[float, list[str]]:
-    """What a host does before the workshop: open the page once (the server imports, loads the
-    model and draws the default page). Returns (seconds, errors)."""
+def warm_up(server: Server, run_timeout: float = 120.0, query: str = "") -> tuple[float, list[str]]:
+    """What a host does before the workshop: open the page (``?query``) once (the server imports,
+    loads the model and draws the page). Returns (seconds, errors)."""
     async def once():
-        async with Session(server.port, run_timeout=run_timeout) as s:
+        async with Session(server.port, query=query, run_timeout=run_timeout) as s:
             return await s.rerun()
     r = asyncio.run(once())
     return r.seconds, r.errors
@@ -478,13 +478,13 @@ def _other(rng: random.Random, n: int, current: int) -> int:
 
 async def _learner(i: int, port: int, page: Page, out: WorkshopResult, *, stop_at: float, think, p_sentence: float,
                    rng: random.Random, run_timeout: float, arrive: float, sticky: bool, burst_at: asyncio.Event,
-                   burst_out: list, ready: list[int]) -> None:
+                   burst_out: list, ready: list[int], query: str = "") -> None:
     """One learner: opens the page, then every ``think`` seconds clicks (a layer, head, block or view
     change) or, with probability ``p_sentence``, types a new sentence; then joins the burst."""
     await asyncio.sleep(rng.uniform(0, arrive))
     state = {"layer": 0, "head": 0, "block": 0, "view": 0}
     try:
-        async with Session(port, run_timeout=run_timeout, sticky=sticky) as s:
+        async with Session(port, query=query, run_timeout=run_timeout, sticky=sticky) as s:
             first = await s.rerun()
             out.first_load_s.append(first.seconds)
             out.errors += [f"learner {i} first load: {e}" for e in first.errors]
@@ -534,7 +534,8 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 async def _workshop(port: int, pids: list[int], page: Page, learners: int, seconds: float, think, p_sentence: float,
-                    seed: int, run_timeout: float, arrival: float, sticky: bool, hard_limit: float) -> WorkshopResult:
+                    seed: int, run_timeout: float, arrival: float, sticky: bool, hard_limit: float,
+                    query: str = "") -> WorkshopResult:
     import psutil
 
     out = WorkshopResult(learners=learners, seconds=seconds)
@@ -547,7 +548,7 @@ async def _workshop(port: int, pids: list[int], page: Page, learners: int, secon
     tasks = [asyncio.create_task(_learner(i, port, page, out, stop_at=stop_at, think=think, p_sentence=p_sentence,
                                           rng=random.Random(rng.random()), run_timeout=run_timeout,
                                           arrive=arrival, sticky=sticky, burst_at=burst_at, burst_out=burst,
-                                          ready=ready))
+                                          ready=ready, query=query))
              for i in range(learners)]
     await asyncio.sleep(arrival)  # the window starts once everyone is in
     cpu0 = cpu_seconds(pids)
@@ -575,10 +576,12 @@ async def _workshop(port: int, pids: list[int], page: Page, learners: int, secon
 
 def workshop_test(port: int, pids: list[int], *, page: Page | None = None, learners: int = 30, seconds: float = 60.0,
                   think=(3.0, 6.0), p_sentence: float = 0.2, seed: int = 0, run_timeout: float = 120.0,
-                  arrival: float = 10.0, sticky: bool = False, hard_limit: float = 1800.0) -> WorkshopResult:
-    """``learners`` arrive within ``arrival`` seconds and open the default page (every stage); then for
+                  arrival: float = 10.0, sticky: bool = False, hard_limit: float = 1800.0,
+                  query: str = "") -> WorkshopResult:
+    """``learners`` arrive within ``arrival`` seconds and open the page ``?query`` (default: the
+    default page, every stage; ``model=smollm2`` for another model's); then for
     ``seconds`` each acts every ``think`` seconds (uniform): a layer, head, block or view change, or
     with probability ``p_sentence`` a new sentence; then all send a new sentence within one second
     (the burst). ``pids``: the server processes whose CPU and memory are measured."""
     return asyncio.run(_workshop(port, pids, page or Page.of(), learners, seconds, tuple(think), p_sentence, seed,
-                                 run_timeout, arrival, sticky, hard_limit))
+                                 run_timeout, arrival, sticky, hard_limit, query))

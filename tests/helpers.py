@@ -1,6 +1,16 @@
 """Small helpers shared by the tests (pytest puts this folder on sys.path: ``from helpers import ...``)."""
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
 import numpy as np
 
 # repeated tokens ("l", "l"), HTML, Korean, emoji: the views' and the fast path's sentences
@@ -20,3 +30,79 @@ def strings(obj):
     elif isinstance(obj, np.ndarray) and obj.dtype == object:
         for v in obj.ravel():
             yield from strings(v)
+
+
+# --- the app, driven in process (AppTest), from the command line, and as a real server ---------
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "explorer" / "app.py")
+CHROMIUM = "/usr/bin/chromium"
+
+
+def app(timeout: float = 300, **params):
+    """The app run once through Streamlit's AppTest with these URL query parameters."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at, *, strict: bool = False) -> None:
+    """No exception on the page; no error at all (``strict``) or none saying a figure failed."""
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    if not strict:
+        errors = [e for e in errors if "could not be drawn" in e or "went wrong" in e]
+    assert not errors, errors
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m explorer.export ARGS`` from the repository root, one thread."""
+    return subprocess.run([sys.executable, "-m", "explorer.export", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_server(log: Path | None = None, env: dict | None = None):
+    """``streamlit run explorer/app.py`` on a free local port until the block ends; yields its URL
+    once /_stcore/health answers (fails the test if it does not within 120 s)."""
+    import pytest
+
+    port = free_port()
+    out = open(log, "w") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"streamlit did not become healthy (exit code {proc.poll()}; log: {log})")
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        if log:
+            out.close()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import app, ok  # noqa: F401 (test_app_block imports them from here)
 from streamlit.testing.v1 import AppTest
 
 import model
@@ -17,23 +17,8 @@ from model import fetch
 from model.positional import sinusoidal
 from explorer.inputs import MAX_SENTENCES, VIEWS
 
-APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
-TIMEOUT = 180
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not [e for e in at.error if "could not be drawn" in e.value or "went wrong" in e.value], \
-        [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> int:

@@ -5,30 +5,21 @@ of a figure, and the "all" page does not decode."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+import helpers
+from helpers import app
 from streamlit.testing.v1 import AppTest
 
 from explorer import state
 from model import fetch
 
-APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
-TIMEOUT = 300
 
 pytestmark = pytest.mark.timeout(900)
 
 
-def app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
 def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    helpers.ok(at, strict=True)
 
 
 def timeline(at: AppTest) -> dict:

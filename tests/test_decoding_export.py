@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
+from helpers import run_cli
 from PIL import Image
 from pypdf import PdfReader
 
@@ -105,11 +103,6 @@ def test_the_static_png_is_the_step_it_opens_at(timeline):
 
 
 # --- the command line -------------------------------------------------------------------------------------
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "explorer.export", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
 def check_outputs(out: Path, n_steps: int) -> None:
     (gif,) = out.glob("*decoding.gif")
     (pdf,) = out.glob("*decoding.pdf")

@@ -9,17 +9,12 @@ and records how long the first page and a layer/head change take (tests/artifact
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from helpers import streamlit_server
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -39,44 +34,11 @@ DATA_JS = """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plot
     .map(d => (d.data || []).map(t => t.z || t.y || null)))"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "w")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited: see {ARTIFACTS / 'streamlit.log'}")
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not become healthy within 120 s")
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+    with streamlit_server(log=ARTIFACTS / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ import io
 import json
 import os
 import struct
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -22,6 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from helpers import run_cli, streamlit_server
 
 import model
 from explorer import export as ex
@@ -248,12 +247,6 @@ def test_bundle_files_decode(bundle, selection):
 # Command line
 # ---------------------------------------------------------------------------------------------
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "explorer.export", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> str:
     """A small untrained seed checkpoint (2 encoder layers, 2 heads), loadable by path."""
@@ -404,36 +397,8 @@ def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(
 
 @pytest.fixture(scope="module")
 def app_server():
-    import signal
-    import socket
-    import time
-    import urllib.request
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not start")
+    with streamlit_server() as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
 
 
 @pytest.mark.e2e

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import strings
+from helpers import app, strings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,6 @@ import model
 from explorer import inputs, state
 from explorer.views import stages
 
-APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
 # the only markup a figure may carry is the views' own (plotly's subset); user text is escaped
 RAW_MARKUP = re.compile(r"<(?!/?(?:br|b|i|em|sup|sub|span|extra)\b)", re.IGNORECASE)
 
@@ -92,15 +91,6 @@ def test_the_limits_hold_for_any_text(seed, raw):
 
 
 # --- tampered links (AppTest) --------------------------------------------------------------------
-
-def app(**params):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
 
 def page_ok(at) -> str:
     """No exception, no crash message; returns every warning on the page."""

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli
 import torch
 
 import model
@@ -312,11 +310,6 @@ def test_export_of_a_comparison_names_the_second_sentence(seed, runs):
     item = ex.stage_item("compare_pattern", runs[""], seed.info, sel, model_name="seed", text=TEXTS[0], other=other)
     assert item.meta.compare == "hello word" and "_vs-hello-word_" in ex.file_stem(item.meta)
     assert "vs “hello word”" in item.fig.layout.title.subtitle.text
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "explorer.export", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def test_cli_edit_and_compare(tmp_path):

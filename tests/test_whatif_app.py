@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from helpers import app, ok, streamlit_server
 from streamlit.testing.v1 import AppTest
 
 import model
@@ -26,23 +21,9 @@ from explorer.views import stages
 from model import fetch
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "explorer" / "app.py")
 CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not [e for e in at.error if "could not be drawn" in e.value or "went wrong" in e.value], \
-        [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> list[dict]:
@@ -269,34 +250,8 @@ def server():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found (Debian: apt-get install chromium)")
     pytest.importorskip("playwright.sync_api")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not start")
+    with streamlit_server() as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")

@@ -108,42 +108,51 @@ def page_path(context_url: str | None, base_url_path: str = "") -> str:
 def choose_base(*, env: str | None, context_url: str | None, host: str | None = None,
                 proto: str | None = None, base_url_path: str = "", fallback: str = "http://localhost:8501"
                 ) -> str:
-    """The address the QR code points to, without query: the environment's public URL (with the
-    page's path added), else the browser's, else ``proto://host`` from the request (+ baseUrlPath
-    and the page's path), else ``fallback``. A value that is not a plain http(s) address is skipped."""
+    """The address the QR code points to, without query: the environment's public URL (the app's
+    root) with the page's path added, else the browser's, else ``proto://host`` from the request
+    (+ baseUrlPath and the page's path), else ``fallback``. A value that is not a plain http(s)
+    address is skipped. The main page's address ends in "/" (``https://host/``, ``https://host/ae/``);
+    another page's does not (``https://host/ae/lessons``)."""
     page = page_path(context_url, base_url_path)
+
+    def at(root: str) -> str:
+        return f"{root.rstrip('/')}/{page}"
+
     env_base = clean_base(env) if env else None
     if env and env_base is None:
         log.warning("%s is not a plain http(s) address; using the browser's address", ENV)
     if env_base:
-        return f"{env_base}/{page}" if page else env_base
+        return at(env_base)
     ctx = clean_base(context_url)
     if ctx:
-        return ctx
+        return at(ctx.removesuffix("/" + page) if page else ctx)
     scheme = "https" if str(proto or "").strip().lower() == "https" else "http"
-    prefix = "/".join(p for p in ((base_url_path or "").strip("/"), page) if p)
+    prefix = (base_url_path or "").strip("/")
+    # a Host header is host[:port] only: anything with a path, user or query in it is refused
+    host = host if isinstance(host, str) and not any(c in host for c in "/?#@") else None
     for candidate in ((f"{scheme}://{host}" if host else None), fallback):
         b = clean_base(candidate)
         if b:
-            return f"{b}/{prefix}" if prefix else b
-    return "http://localhost:8501"
+            return at(f"{b}/{prefix}" if prefix else b)
+    return at("http://localhost:8501")
 
 
 def share_url(base: str, params: Iterable[tuple[str, str]] | dict) -> str:
     """``base`` with the query ``params`` (pairs in order, or a dict of value or list of values),
     every pair kept except ``present``; keys and values percent-encoded as UTF-8 (Korean, spaces,
-    newlines, ``&``, ``#``, ``<``: all escaped). ``base`` must be a clean base (``clean_base``)."""
+    newlines, ``&``, ``#``, ``<``: all escaped). ``base`` must be a plain http(s) address
+    (``clean_base``); its trailing "/" is kept, and a bare host gets one (``https://host/?a=1``)."""
     clean = clean_base(base)
     if clean is None:
         raise ValueError(f"not a plain http(s) address: {str(base)[:80]!r}")
+    if base.strip().endswith("/") or not urlsplit(clean).path:
+        clean += "/"
     if isinstance(params, dict):
         pairs = [(k, x) for k, v in params.items() for x in (v if isinstance(v, (list, tuple)) else [v])]
     else:
         pairs = list(params)
     query = "&".join(f"{quote(str(k), safe='')}={quote(str(v), safe='')}" for k, v in pairs if k != PARAM)
-    # the main page needs its "/" before the query (https://host/?a=1); a sub-path does not
-    sep = "/" if not urlsplit(clean).path else ""
-    return f"{clean}{sep}?{query}" if query else f"{clean}{sep}"
+    return f"{clean}?{query}" if query else clean
 
 
 @dataclass(frozen=True)

@@ -89,10 +89,7 @@ def display_figure(fig):
     """The figure to draw on the page: themed when the user asked for a preview; in presenter mode
     (explorer/presenter.py) always the presentation theme, and taller."""
     if presenter.active():
-        out = apply_theme(fig, presenter.THEME)
-        if out.layout.height:
-            out.update_layout(height=round(out.layout.height * presenter.FIGURE_HEIGHT_SCALE))
-        return out
+        return presenter.presented(fig)
     s = settings()
     return apply_theme(fig, s["theme"]) if s["preview"] else fig
 

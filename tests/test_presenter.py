@@ -127,6 +127,22 @@ def test_a_url_too_long_for_any_qr_code_gives_none():
     assert presenter.qr_png("https://x.example/?text=" + "%EC%95%88" * 1200) is None
 
 
+def test_a_presented_figure_is_themed_taller_and_made_once_per_shared_figure(seed, run):
+    from explorer import fastpath
+    from explorer.views import stages
+
+    sel = stages.Selection(seed.info.name, 0, 0, 0, stages.blocks_for(seed.info)[0])
+    fig, _ = stages.stage_figure("softmax", run, seed.info, sel)
+    before = fig.to_json()
+    out = presenter.presented(fig)
+    assert out.layout.font.size == get_theme(presenter.THEME).font_size
+    assert out.layout.height == round(fig.layout.height * presenter.FIGURE_HEIGHT_SCALE)
+    assert fig.to_json() == before  # the figure itself is untouched
+    assert presenter.presented(fig) is not out  # not shared: themed anew
+    shared = fastpath.share(stages.stage_figure("softmax", run, seed.info, sel)[0])
+    assert presenter.presented(shared) is presenter.presented(shared)  # shared: themed once
+
+
 # --- the page (AppTest) --------------------------------------------------------------------------
 
 def app(**params) -> AppTest:

@@ -305,8 +305,6 @@ def end(token: Token | None) -> None:
     raises (a failure here must not cost the presenter the page)."""
     if token is None or not token.on or token.slot is None:
         return
-    import streamlit as st  # noqa: PLC0415
-
     from explorer import i18n  # noqa: PLC0415
 
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -106,6 +108,14 @@ def test_the_address_comes_from_the_environment_then_the_browser_then_the_reques
 def test_flag_values():
     assert all(presenter.is_on(v) for v in ("1", "true", "YES", " on ", ["0", "1"]))
     assert not any(presenter.is_on(v) for v in (None, "", "0", "false", "no", "2", "<b>", []))
+
+
+def test_the_url_and_qr_part_needs_no_streamlit():
+    code = ("import sys, explorer.presenter as p; p.qr_png(p.share_url('http://h', {'a': 'b'})); "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
 
 
 # --- the QR code ---------------------------------------------------------------------------------

@@ -218,7 +218,7 @@ class Token:
 
 
 def active() -> bool:
-    """Whether this page run is in presenter mode (views and export_ui ask)."""
+    """Whether this page run is in presenter mode (export_ui.display_figure asks)."""
     import streamlit as st  # noqa: PLC0415
 
     try:

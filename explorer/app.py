@@ -2,7 +2,8 @@
 
 Thin wiring only: sidebar controls -> a cached run of the model (explorer/state.py) -> the stage
 figures (explorer/views/stages.py) -> ``show_figure``. URL query parameters (model, text, layer,
-head, block, sentence, lang, view, query, key, step, edit, compare) set the state on load and follow it.
+head, block, sentence, lang, view, query, key, step, edit, compare) set the state on load and follow it;
+``present=1`` is presenter mode (explorer/presenter.py).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ except ImportError:
 import pandas as pd
 import streamlit as st
 
-from explorer import export_ui, i18n, inputs, state
+from explorer import export_ui, i18n, inputs, presenter, state
 from explorer.views import picking, stages, style, tutorial002
 from explorer.views.data import axis_tokens
 
@@ -768,6 +769,7 @@ def main() -> None:
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
     st.html(style.CELL_TEXT_CSS)  # a constant: cell numbers too small to read are hidden (phones)
     state.prepare_process()
+    shown = presenter.begin()  # ?present=1: large type, sidebar folded, a place for the QR code
     try:
         page()
     except Exception as e:  # no traceback ever reaches the page
@@ -775,6 +777,7 @@ def main() -> None:
         st.error(i18n.t("crash", i18n.lang_or_default(st.session_state.get("lang")), kind=type(e).__name__))
     finally:
         remember()
+        presenter.end(shown)  # the QR code of the URL as the page left it
 
 
 main()

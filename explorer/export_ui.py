@@ -23,7 +23,7 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer import export as ex
-from explorer import i18n, state
+from explorer import i18n, presenter, state
 from explorer.views import stages
 from explorer.views.theme import DEFAULT_THEME, THEME_NAMES, apply_theme
 
@@ -86,7 +86,10 @@ def _ident(sel, lang: str, model: str, text: str) -> str:
 # --- under every figure ---------------------------------------------------------------------
 
 def display_figure(fig):
-    """The figure to draw on the page: themed when the user asked for a preview."""
+    """The figure to draw on the page: themed when the user asked for a preview; in presenter mode
+    (explorer/presenter.py) always the presentation theme, and taller."""
+    if presenter.active():
+        return presenter.presented(fig)
     s = settings()
     return apply_theme(fig, s["theme"]) if s["preview"] else fig
 

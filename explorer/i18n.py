@@ -1382,6 +1382,23 @@ WORDS: dict[str, dict[str, str]] = {
     "compare.caption": {
         "en": "vs “{text}”",
         "ko": "비교: “{text}”"},
+    # --- presenter mode (issue 16, item 3: explorer/presenter.py) ---
+    "present.toggle": {
+        "en": "Presenter mode",
+        "ko": "발표자 모드"},
+    "present.help": {
+        "en": "Large type and figures for a projector, the sidebar folded away, and a QR code of this "
+              "view (without presenter mode) for the room to open on their own devices.",
+        "ko": "프로젝터용으로 글자와 그림을 크게 하고 사이드바를 접으며, 이 화면(발표자 모드 없이)의 "
+              "QR 코드를 보여 주어 청중이 자기 기기에서 같은 화면을 열 수 있게 합니다."},
+    "present.scan": {
+        "en": "Scan to open this view",
+        "ko": "스캔하면 이 화면이 열립니다"},
+    "present.too_long": {
+        "en": "This view's address ({n} characters) is too long for a QR code: shorten the sentences, "
+              "or share the address below.",
+        "ko": "이 화면의 주소({n}자)가 QR 코드에 담기에는 너무 깁니다. 문장을 줄이거나 아래 주소를 "
+              "공유하세요."},
 }
 
 

@@ -33,11 +33,17 @@ from .tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer,
 MAX_CHARS = 40
 # cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)
 MIX = (0.12, 0.62, 0.82, 0.9)
-# what `python -m model.train TASK` runs unless told otherwise: the shipped weights' recipes
+# what `python -m model.train TASK` runs unless told otherwise: the shipped weights' recipes. A
+# recipe's ``then`` is a second stage that continues from the first stage's weights with its own
+# settings (the rest as in the first): reverse learns the task on the vocabulary first, then to keep
+# characters outside it (<unk>) in place, at full length with a lower learning rate. (Mixing them
+# in from the start cost accuracy on long Hangul strings: README, "How the shipped weights were made".)
 RECIPES = {
-    "reverse": dict(steps=3300, lr=2e-3, ramp=0.25, long_bias=0.7, pe_base=20.0, d_ff=128, unk_rate=0.03),
+    "reverse": dict(steps=3300, lr=2e-3, ramp=0.25, long_bias=0.7, pe_base=20.0, d_ff=128, unk_rate=0.0,
+                    then=dict(steps=800, lr=5e-4, start_len=40, ramp=0.01, unk_rate=0.05)),
     "sort": dict(steps=1000, lr=1e-3, ramp=0.5, long_bias=0.0, pe_base=10000.0, d_ff=256, unk_rate=0.0),
 }
+SECOND_STAGE = ("steps", "lr", "start_len", "ramp", "unk_rate")  # what a ``then`` may set
 # Characters outside the seed vocabulary (each one code point, unchanged by NFC, so each becomes one
 # <unk>): what people paste into the app (√, curly quotes, accents, emoji, other scripts, jamo). The
 # reverse task mixes them in at ``unk_rate`` of the positions, and the target keeps each <unk> in its
@@ -225,7 +231,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
           log: Callable[[str], None] = print, eval_every: int = 0, lr: float = 1e-3,
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
           stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
-          ramp: float = 0.5, final_eval: int = 1000, unk_rate: float = 0.0) -> tuple[SeedTransformer, dict]:
+          ramp: float = 0.5, final_eval: int = 1000, unk_rate: float = 0.0,
+          init_state: dict | None = None) -> tuple[SeedTransformer, dict]:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tt = char_tokenizer()
@@ -233,6 +240,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
     if init is not None:  # continue from earlier weights (a second stage of training)
         model.load_state_dict(load_seed_file(init).state_dict())
+    if init_state is not None:  # the same, from weights in memory (the recipe's second stage)
+        model.load_state_dict(init_state)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0,
                             fused=True)
     warmup = max(1, steps // 20)
@@ -285,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stop-after", type=int, default=None,
                    help="stop after this many steps of the --steps schedule (a first stage)")
     p.add_argument("--init", type=Path, default=None, help="start from these weights (a second stage)")
-    p.add_argument("--start-len", type=int, default=8,
+    p.add_argument("--stage", type=int, choices=(1, 2), default=None,
+                   help="run only this stage of a two-stage recipe (2 needs --init: the first stage's weights); "
+                        "default: the whole recipe")
+    p.add_argument("--start-len", type=int, default=None,
                    help="longest input at step 0 (grows to 40 over the first half; 40 = no curriculum)")
     p.add_argument("--ramp", type=float, default=None,
                    help="fraction of --steps over which the curriculum grows (default: per task)")
@@ -296,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="share of input positions given a character outside the vocabulary (<unk>), kept in "
                         "place in the target (default: per task)")
     p.add_argument("--split", type=int, default=2, help="pieces a batch is split into by length")
+    p.add_argument("--final-eval", type=int, default=1000, help="held-out inputs scored after each stage")
     p.add_argument("--mix", type=str, default=None,
                    help="cumulative shares ASCII,Hangul,mixed,few-distinct of reverse inputs (rest: words)")
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
@@ -304,17 +317,36 @@ def main(argv: list[str] | None = None) -> int:
     if a.mix:
         global MIX
         MIX = tuple(float(x) for x in a.mix.split(","))
-    recipe = RECIPES[a.task]
+    recipe = dict(RECIPES[a.task])
+    then = recipe.pop("then", None)
+    if a.stage == 2:
+        if then is None or a.init is None:
+            p.error("--stage 2 needs a task with a second stage (reverse) and --init WEIGHTS")
+        recipe.update(then)
+        then = None
+    elif a.stage == 1 or a.init is not None or a.steps is not None or a.stop_after is not None:
+        then = None  # a first stage, or a run of one's own: no second stage
     for k, v in recipe.items():
-        if getattr(a, k) is None:
+        if getattr(a, k, None) is None:
             setattr(a, k, v)
+    if a.start_len is None:
+        a.start_len = 8
     steps = a.steps
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
     overrides = {"d_ff": a.d_ff, "pe_base": a.pe_base}
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
                          lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
                          init=a.init, start_len=a.start_len, stop_after=a.stop_after,
-                         split=a.split, long_bias=a.long_bias, ramp=a.ramp, unk_rate=a.unk_rate)
+                         split=a.split, long_bias=a.long_bias, ramp=a.ramp, unk_rate=a.unk_rate,
+                         final_eval=a.final_eval)
+    if then is not None:  # the recipe's second stage, from the first stage's weights in memory
+        first = stats
+        model, stats = train(a.task, then["steps"], a.batch_size, a.seed, overrides, lr=then["lr"],
+                             init_state=model.state_dict(), start_len=then["start_len"], split=a.split,
+                             long_bias=a.long_bias, ramp=then["ramp"], unk_rate=then["unk_rate"],
+                             final_eval=a.final_eval)
+        stats["first_stage"] = first
+        stats["train_seconds_total"] = round(first["train_seconds"] + stats["train_seconds"], 1)
     ASSETS.mkdir(exist_ok=True)
     if not SEED_TOKENIZER.exists():
         save(build_char_tokenizer(), SEED_TOKENIZER)

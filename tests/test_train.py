@@ -1,6 +1,7 @@
 """The training step: its gradient is the gradient of the batch's mean loss, however it is cut."""
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -86,8 +87,8 @@ def test_every_unknown_character_is_one_unk_token():
 
 def test_the_reverse_mix_has_unknowns_and_the_target_keeps_them_in_place():
     tt = char_tokenizer()
-    rate = T.RECIPES["reverse"]["unk_rate"]
-    assert 0.01 <= rate <= 0.1 and T.RECIPES["sort"]["unk_rate"] == 0
+    rate = T.RECIPES["reverse"]["then"]["unk_rate"]  # the second stage mixes unknowns in
+    assert 0.01 <= rate <= 0.1 and T.RECIPES["sort"]["unk_rate"] == 0 == T.RECIPES["reverse"]["unk_rate"]
     rng = random.Random(5)
     srcs = [T.sample_input("reverse", rng, long_bias=0.7, unk_rate=rate) for _ in range(400)]
     b = T.encode_batch("reverse", tt, srcs)
@@ -131,3 +132,34 @@ def test_a_tiny_run_trains_on_unknowns_and_scores_the_tokenized_target():
 
     assert T.exact_match(Echo(), "reverse", inputs) == 1.0
     assert T.expected_output("reverse", "a√b", Echo.tokenizer) == "b<unk>a"
+
+
+def test_the_two_stage_recipe_equals_its_stages_run_one_by_one(tmp_path, monkeypatch):
+    """`python -m model.train reverse` runs both stages; `--stage 1`, then `--stage 2 --init` on its
+    weights, gives the same weights (so the shipped file's two commands in the README are the recipe)."""
+    from safetensors.torch import load_file
+
+    tiny = dict(steps=3, lr=1e-3, ramp=0.5, long_bias=0.7, pe_base=20.0, d_ff=32, unk_rate=0.0,
+                then=dict(steps=2, lr=1e-4, start_len=40, ramp=0.01, unk_rate=0.2))
+    monkeypatch.setitem(T.RECIPES, "reverse", tiny)
+    common = ["--threads", "1", "--batch-size", "4", "--final-eval", "2"]
+    both, first, second = tmp_path / "both.safetensors", tmp_path / "1.safetensors", tmp_path / "2.safetensors"
+    assert T.main(["reverse", "--out", str(both), *common]) == 0
+    assert T.main(["reverse", "--stage", "1", "--out", str(first), *common]) == 0
+    assert T.main(["reverse", "--stage", "2", "--init", str(first), "--out", str(second), *common]) == 0
+
+    def training(path):
+        from safetensors import safe_open
+        with safe_open(str(path), framework="pt") as f:
+            return json.loads(f.metadata()["training"])
+
+    t_both, t_first, t_second = training(both), training(first), training(second)
+    assert (t_both["steps"], t_both["unk_rate"], t_both["lr"]) == (2, 0.2, 1e-4)
+    assert (t_both["first_stage"]["steps"], t_both["first_stage"]["unk_rate"]) == (3, 0.0)
+    assert (t_first["steps"], t_first["unk_rate"], "first_stage" in t_first) == (3, 0.0, False)
+    assert (t_second["steps"], t_second["unk_rate"], t_second["start_len"]) == (2, 0.2, 40)
+    a, b, c = load_file(str(both)), load_file(str(second)), load_file(str(first))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)  # the second stage changed the weights
+    with pytest.raises(SystemExit):
+        T.main(["reverse", "--stage", "2", "--out", str(second), *common])  # stage 2 needs --init

@@ -25,7 +25,7 @@ from explorer.views import stages, style
 from explorer.views.theme import get_theme
 
 THEME = "presentation"
-LINE_UNITS = 96  # a text line's width in Latin characters (a Hangul syllable counts two)
+LINE_UNITS = 116  # a text line's width in Latin characters (a Hangul syllable counts two)
 TITLE_SIZE, BODY_SIZE = 40, 24
 
 

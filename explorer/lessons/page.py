@@ -4,7 +4,7 @@ the guard every page shares; it is also importable (``render()``).
 
 URL: ``lesson`` (1-based; anything else gives a message and lesson 1), ``lang``, ``answers``
 ("K:answer,...": the learner's predictions, an int each: a choice's index or the number), ``text``
-(the lesson's sentences, one a line, when edited). The session keeps the same (no accounts).
+XX. The session keeps the same (no accounts).
 """
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ import re
 
 import streamlit as st
 
-import model
 from explorer import i18n, inputs, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
 from explorer.ui import show_figure
-from explorer.views import stages, style
+from explorer.views import stages
 
 log = logging.getLogger("attention_explorer")
 
@@ -67,15 +66,15 @@ def read_url_once() -> list:
         n = 1
     st.session_state[N_KEY] = n
     st.session_state.setdefault(ANSWERS_KEY, {}).update(catalog.parse_answers(qp.get("answers")))
-    if qp.get("text"):
-        st.session_state.setdefault(TEXTS_KEY, {})[n] = "\n".join(inputs.limit_sentences(str(qp["text"]))[0])
+    if qp.get("lesson_text"):
+        st.session_state.setdefault(TEXTS_KEY, {})[n] = "\n".join(inputs.limit_sentences(str(qp["lesson_text"]))[0])
     return messages
 
 
 def sync_url(n: int, text: str) -> None:
     values = {"lesson": str(n), "lang": lang()}
     answers = catalog.format_answers(st.session_state.get(ANSWERS_KEY, {}))
-    for name, value in (("answers", answers), ("text", text if text != default_text(n) else "")):
+    for name, value in (("answers", answers), ("lesson_text", text if text != default_text(n) else "")):
         if value:
             values[name] = value
         elif name in st.query_params:

@@ -200,7 +200,7 @@ def draw_question(q: catalog.Question, n: int) -> bool:
     if q.correct(guess):
         st.success(md(t("lessons.right", answer=q.answer_text())), icon="✅")
     else:
-        st.error(md(t("lessons.wrong", guess=q.guess_text(guess), answer=q.answer_text())), icon="💡")
+        st.info(md(t("lessons.wrong", guess=q.guess_text(guess), answer=q.answer_text())), icon="💡")
     st.markdown(md(q.why))
     st.button(t("lessons.again"), key=f"lesson_again_{n}", on_click=on_again, args=(n,))
     return True

@@ -1384,7 +1384,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "비교: “{text}”"},
 
     # --- lessons (issue 16): the Lessons page, its lessons, questions and handout -----------------
-    "nav.explorer": {"en": "Explorer", "ko": "탐색기"},
+    "nav.explorer": {"en": "Every stage", "ko": "모든 단계"},
     "nav.lessons": {"en": "Lessons", "ko": "레슨"},
     "lessons.title": {"en": "Lessons: a path through the Transformer", "ko": "레슨: 트랜스포머를 따라가는 길"},
     "lessons.tagline": {
@@ -1423,7 +1423,6 @@ WORDS: dict[str, dict[str, str]] = {
     "lessons.sentence_line": {"en": "Sentences: {text}", "ko": "문장: {text}"},
     "lessons.answers_page": {"en": "Answers", "ko": "정답"},
     "lessons.answer_line": {"en": "Answer: {answer}", "ko": "정답: {answer}"},
-    "lessons.choices_line": {"en": "Choices: {choices}", "ko": "보기: {choices}"},
     "lessons.number_line": {"en": "Answer with a number.", "ko": "숫자로 답하세요."},
     "lessons.page_of": {"en": "Attention Explorer · lesson {n} · page {p} of {total}", "ko": "Attention Explorer · 레슨 {n} · {total}쪽 중 {p}쪽"},
     "lesson.1.title": {"en": "Tokens and the padded batch", "ko": "토큰과 패딩된 배치"},

@@ -725,7 +725,9 @@ LESSONS_PAGE = Path(__file__).resolve().parent / "lessons" / "page.py"  # its ow
 
 def pages() -> list:
     """The app's pages (st.navigation): the explorer at /, the lessons at /lessons."""
-    lg = lang()
+    lg = st.session_state.get("lang")
+    if lg not in i18n.LANGS:  # a session's first run: the pages' names in the URL's language already
+        lg = i18n.lang_or_default(st.query_params.get("lang"))
     return [st.Page(page, title=i18n.t("nav.explorer", lg), icon="🔍", default=True),
             st.Page(LESSONS_PAGE, title=i18n.t("nav.lessons", lg), icon="🎓", url_path="lessons")]
 

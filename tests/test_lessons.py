@@ -38,6 +38,13 @@ def models():
     return get
 
 
+def figures(lesson, models, reveal: bool = False) -> int:
+    """How many figures the lesson draws before its question (or, ``reveal``, after the answer)."""
+    from explorer.views import stages
+    return sum(stages.applies(sid, models(p.model).info, p.block)
+               for p in lesson.parts for sid in (p.reveal if reveal else p.stages))
+
+
 def lesson_runs(lesson, texts, models):
     return [catalog.run_part(p, models(p.model), texts) for p in lesson.parts]
 
@@ -135,6 +142,25 @@ def test_the_answer_follows_an_edited_sentence(n, models):
     assert (q.prompt, q.why) != (before.prompt, before.why)  # the numbers are the new run's
 
 
+def test_lesson_5_against_tutorial_000s_masks(models):
+    """Lesson 5 checked against tutorial 000's recipe (in this test's own code): the target mask is
+    (target != pad) & a lower triangle (np.triu(ones, k=1) == 0), scores where it is 0 are filled with
+    −1e9 before softmax. The model's mask equals it, and its weights have exactly as many zeros in
+    row 3 as the recipe's (e^(−1e9) is 0 in float32 too) — the lesson's answer."""
+    lesson = catalog.lesson(5)
+    texts = list(lesson.texts)
+    q = lesson.ask(lesson_runs(lesson, texts, models), "en")
+    _, c = models("seed").run_with_cache(texts)
+    width = c["decoder.blocks.0.self_attn.hook_scores"].shape[-1]
+    real = torch.tensor([[j < len(toks) for j in range(width)] for toks in c.decoder_tokens])  # target != pad
+    subsequent = torch.from_numpy(np.triu(np.ones((1, width, width)), k=1).astype("uint8")) == 0
+    recipe = real.unsqueeze(-2) & subsequent  # (batch, width, width)
+    assert torch.equal(c["decoder.blocks.0.self_attn.hook_mask"][:, 0], recipe)
+    scores = c["decoder.blocks.0.self_attn.hook_scores"][1, 0]
+    weights = torch.softmax(scores.masked_fill(recipe[1] == 0, -1e9), dim=-1)
+    assert int((weights[3] == 0).sum()) == q.answer == int((~recipe[1, 3]).sum())
+
+
 def test_url_values_are_parsed_never_raise():
     assert catalog.parse_lesson("3") == 3 and catalog.parse_lesson(" 11 ") == 11
     for bad in ("0", "12", "-1", "x", "", None, "3.5", "1e3"):
@@ -185,7 +211,7 @@ def questions(models):
 
 
 @pytest.mark.parametrize("lang", i18n.LANGS)
-def test_every_lesson_renders_with_its_question(lang, questions):
+def test_every_lesson_renders_with_its_question(lang, questions, models):
     for lesson in catalog.LESSONS:
         if (lesson.number, lang) not in questions:
             continue
@@ -195,8 +221,7 @@ def test_every_lesson_renders_with_its_question(lang, questions):
         assert heading in [h.value for h in at.header]
         q = questions[lesson.number, lang]
         assert question_label(at, lesson.number) == md(q.prompt)
-        drawn = [p for p in lesson.parts if not p.after_reveal]
-        assert len(at.get("plotly_chart")) >= len(drawn)
+        assert len(at.get("plotly_chart")) == figures(lesson, models)  # the answer's figures wait for the reveal
         assert qp(at, "lesson") == str(lesson.number) and qp(at, "lang") == lang
 
 
@@ -215,8 +240,11 @@ def test_predict_reveal_and_the_url_keep_the_answer(questions, models):
     at.number_input(key="lesson_guess_5").set_value(q.answer + 1).run()
     wrong = i18n.t("lessons.wrong", "en", guess=q.answer + 1, answer=q.answer)
     assert not at.success and md(wrong) not in [i.value for i in at.info]  # nothing revealed before the button
+    before = figures(catalog.lesson(5), models)
+    assert len(at.get("plotly_chart")) == before
     at.button(key="lesson_reveal_5").click().run()
     ok(at)
+    assert len(at.get("plotly_chart")) == before + figures(catalog.lesson(5), models, reveal=True) > before
     assert qp(at, "answers") == f"5:{q.answer + 1}"
     assert md(wrong) in [i.value for i in at.info] and not at.success  # wrong, and the right number
     assert md(q.why) in [m.value for m in at.markdown]
@@ -241,6 +269,19 @@ def test_predict_reveal_and_the_url_keep_the_answer(questions, models):
     assert [s.value for s in again.success] == [md(i18n.t("lessons.right", "en", answer=edited.answer_text()))]
 
 
+def test_lesson_11_without_the_real_models_says_how_to_fetch_them(monkeypatch, tmp_path):
+    from explorer import state
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))  # an empty cache: nothing fetched
+    state._load.clear()  # models loaded by earlier tests stay cached in this process
+    at = lessons_page(lesson="11", lang="ko")
+    assert not at.exception and not at.error
+    warned = "\n".join(w.value for w in at.warning)
+    assert "python -m model.fetch minilm" in warned and "python -m model.fetch smollm2" in warned
+    assert i18n.t("lessons.no_question", "ko", model="smollm2") in [i.value for i in at.info]
+    assert len(at.get("plotly_chart")) == 0
+    state._load.clear()
+
+
 # --- the handout ------------------------------------------------------------------------------------
 
 def pdf_texts(data: bytes) -> list[str]:
@@ -261,13 +302,14 @@ def test_the_handout_has_its_pages_title_and_answer_last(models, chromium):
     from explorer.lessons import handout
     lesson = catalog.lesson(6)
     runs = lesson_runs(lesson, list(lesson.texts), models)
-    figures = handout.lesson_figures(lesson, runs, lesson.texts, "en")
-    assert len(figures) == len(lesson.parts[0].stages)  # softmax, z
+    before, after = figures(lesson, models), figures(lesson, models, reveal=True)
+    assert (before, after) == (1, 2)  # scaled scores; softmax, weights·V
     pages = pdf_texts(handout.handout_pdf(lesson, runs, list(lesson.texts), "en"))
-    assert len(pages) == len(figures) + 3  # text, figures, question, answer
+    assert len(pages) == before + after + 3  # text, figures, question, the answer's figures, answer
     assert "Softmax and the weighted sum of values" in pages[0]
+    assert pages[before + 1].startswith(i18n.t("lessons.question"))
     q = lesson.ask(runs, "en")
-    assert i18n.t("lessons.answers_page") in pages[-1] and "Answer" not in pages[-2]
+    assert pages[-1].startswith(i18n.t("lessons.answers_page")) and "Answer:" not in "".join(pages[:-1])
     assert q.answer_text().split(": ")[1] in pages[-1].split("Answer:")[1]
 
 
@@ -276,7 +318,7 @@ def test_the_exporter_writes_a_korean_handout(tmp_path, chromium, models):
     lesson = catalog.lesson(3)
     assert main(["--lesson", "3", "--lang", "ko", "--out", str(tmp_path / "l3.pdf")]) == 0
     pages = pdf_texts((tmp_path / "l3.pdf").read_bytes())
-    assert len(pages) == len(lesson.parts[0].stages) + 3
+    assert len(pages) == figures(lesson, models) + figures(lesson, models, reveal=True) + 3
     assert i18n.t(lesson.title, "ko") in pages[0].replace("\n", " ")
     assert i18n.t("lessons.answers_page", "ko") in pages[-1]
     with pytest.raises(SystemExit):

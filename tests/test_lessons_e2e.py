@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_e2e import browser, no_exception, server, wait_for_plots  # noqa: F401 (fixtures)
+from test_e2e import PLOTS_JS, browser, no_exception, server, wait_for_plots  # noqa: F401 (fixtures)
 
 import model
 from explorer import i18n
@@ -45,7 +45,8 @@ def reveal(page, lang: str) -> None:
 @pytest.mark.parametrize("n,lang", [(6, "ko"), (10, "en")])
 def test_a_choice_is_predicted_and_revealed(server, browser, n, lang):  # noqa: F811
     q = question(n, lang)
-    drawn = sum(len(p.stages) for p in catalog.lesson(n).parts if not p.after_reveal)
+    lesson = catalog.lesson(n)
+    drawn = sum(len(p.stages) for p in lesson.parts)
     page = open_lesson(server, browser, n, lang, drawn)
     assert "/lessons" in page.url
     page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer).click()
@@ -55,8 +56,8 @@ def test_a_choice_is_predicted_and_revealed(server, browser, n, lang):  # noqa: 
     page.get_by_text(right, exact=True).wait_for(timeout=60_000)
     page.wait_for_function(f"() => decodeURIComponent(location.search).includes('answers={n}:{q.answer}')",
                            timeout=30_000)
-    if n == 10:  # the decoding figure gives the answer away: it appears only now
-        wait_for_plots(page, drawn + 1, timeout=60)
+    # the figures that give the answer away (the decoding timeline, the weights) appear only now
+    wait_for_plots(page, drawn + sum(len(p.reveal) for p in lesson.parts), timeout=60)
     no_exception(page)
     page.close()
 
@@ -64,6 +65,7 @@ def test_a_choice_is_predicted_and_revealed(server, browser, n, lang):  # noqa: 
 def test_a_number_is_predicted_and_revealed_wrong(server, browser):  # noqa: F811
     q = question(5, "en")
     page = open_lesson(server, browser, 5, "en", len(catalog.lesson(5).parts[0].stages))
+    assert page.evaluate(PLOTS_JS) == len(catalog.lesson(5).parts[0].stages)  # the masks wait for the reveal
     box = page.locator(f'{MAIN} [data-testid="stNumberInput"] input')
     box.fill(str(q.answer + 2))
     box.press("Enter")

@@ -26,20 +26,21 @@ from explorer.views.data import RunData, axis_tokens, kv_head_of, prefix
 
 @dataclass(frozen=True)
 class Part:
-    """One group of figures: a model, its selection and the stages drawn. ``edits``: the what-if run
-    the what-if stages compare with (model.edits' string); ``trace``: decode the sentence step by
-    step (the decoding stage); ``after_reveal``: drawn only once the answer is shown (a figure that
-    would give it away). ``options``: per stage, its options (e.g. tutorial 002's preset)."""
+    """One group of figures: a model, its selection and the stages drawn: ``stages`` before the
+    question, ``reveal`` once the answer is shown (the figures that would give it away). ``edits``:
+    the what-if run the what-if stages compare with (model.edits' string); ``trace``: decode the
+    sentence step by step (the decoding stage). ``options``: per stage, its options (e.g. tutorial
+    002's preset)."""
 
     model: str
     stages: tuple[str, ...]
+    reveal: tuple[str, ...] = ()
     block: str = "encoder.self_attn"
     layer: int = 0
     head: int = 0
     sentence: int = 0
     edits: str = ""
     trace: bool = False
-    after_reveal: bool = False
     options: dict = field(default_factory=dict)
     note: str | None = None  # a catalogue key said above the part's figures
 
@@ -280,35 +281,37 @@ BATCH = ("hello world", "hi there")
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson(1, "lesson.1.title", "lesson.1.text", ("hello world", "hi"),
-           (Part(SEED, ("tokens",)),), ask_padding),
+           (Part(SEED, (), reveal=("tokens",)),), ask_padding),
     Lesson(2, "lesson.2.title", "lesson.2.text", ("I wonder what will come next",),
-           (Part(SEED, ("embedding", "pe_heatmap", "pe_similarity", "pe_compare", "pe_tutorial"),
+           (Part(SEED, ("embedding", "pe_heatmap", "pe_compare", "pe_tutorial"), reveal=("pe_similarity",),
                  options={"pe_compare": {k: v for k, v in tutorial002.PRESET.items() if k != "pe_base"},
                           "pe_tutorial": {}}),), ask_position),
     Lesson(3, "lesson.3.title", "lesson.3.text", ("hello world",),
-           (Part(SEED, ("weights", "qkv"), head=1),), ask_head_size),
+           (Part(SEED, (), reveal=("weights", "qkv"), head=1),), ask_head_size),
     Lesson(4, "lesson.4.title", "lesson.4.text", ("hello world",),
-           (Part(SEED, ("qk", "scaled", "whatif_pattern"), layer=1, head=0, edits="no_scale"),), ask_scaling),
+           (Part(SEED, ("qk", "scaled"), reveal=("whatif_pattern",), layer=1, head=0, edits="no_scale"),),
+           ask_scaling),
     Lesson(5, "lesson.5.title", "lesson.5.text", BATCH,
-           (Part(SEED, ("mask", "masked", "softmax", "whatif_pattern"), block="decoder.self_attn", sentence=1,
-                 edits="no_causal"),), ask_masked),
+           (Part(SEED, ("tokens",), reveal=("mask", "masked", "softmax", "whatif_pattern"), block="decoder.self_attn",
+                 sentence=1, edits="no_causal"),), ask_masked),
     Lesson(6, "lesson.6.title", "lesson.6.text", ("hello world",),
-           (Part(SEED, ("softmax", "z"), layer=1, head=2),), ask_softmax),
+           (Part(SEED, ("scaled",), reveal=("softmax", "z"), layer=1, head=2),), ask_softmax),
     Lesson(7, "lesson.7.title", "lesson.7.text", ("hello world",),
-           (Part(SEED, ("overview", "softmax"), layer=0, head=0),), ask_heads),
+           (Part(SEED, ("softmax",), reveal=("overview",), layer=0, head=0),), ask_heads),
     Lesson(8, "lesson.8.title", "lesson.8.text", ("hello world",),
-           (Part(SEED, ("shapes", "ffn", "residual_norm")),), ask_ffn),
+           (Part(SEED, ("shapes", "residual_norm"), reveal=("ffn",)),), ask_ffn),
     Lesson(9, "lesson.9.title", "lesson.9.text", ("hello world",),
-           (Part(SEED, ("softmax", "logits"), block="decoder.cross_attn", layer=1, head=0),
-            Part("seed-sort", ("softmax",), block="decoder.cross_attn", layer=1, head=0, note="lesson.9.sort")),
+           (Part(SEED, ("tokens",), reveal=("softmax", "logits"), block="decoder.cross_attn", layer=1, head=0),
+            Part("seed-sort", (), reveal=("softmax",), block="decoder.cross_attn", layer=1, head=0,
+                 note="lesson.9.sort")),
            ask_cross),
     Lesson(10, "lesson.10.title", "lesson.10.text", ("hello world",),
-           (Part(SEED, ("softmax",), block="decoder.self_attn", layer=0, head=0),
-            Part(SEED, ("decoding",), block="decoder.self_attn", trace=True, after_reveal=True)),
+           (Part(SEED, ("tokens",)),  # the encoder's side: the decoder's tokens are what it writes
+            Part(SEED, (), reveal=("decoding", "softmax"), block="decoder.self_attn", trace=True)),
            ask_next, asks=1),
     Lesson(11, "lesson.11.title", "lesson.11.text", ("The cat sat on the mat because it was tired.",),
-           (Part("minilm", ("pe_learned_sim", "softmax"), layer=0, head=0, note="lesson.11.minilm"),
-            Part("smollm2", ("gqa", "rope_distance", "softmax"), block="decoder.self_attn", layer=0,
+           (Part("minilm", ("pe_learned_sim",), reveal=("softmax",), note="lesson.11.minilm"),
+            Part("smollm2", ("rope_distance",), reveal=("gqa", "softmax"), block="decoder.self_attn", layer=0,
                  head=GQA_QUERY_HEAD, note="lesson.11.smollm2")),
            ask_gqa, asks=1),
 )

@@ -6,7 +6,7 @@
 Every page is drawn by the export's chromium (explorer/export/renderer.py), the text pages as plotly
 figures of text only, so Korean renders with the same font as the figures (Noto Sans CJK KR:
 fonts-noto-cjk); the pages are joined with pypdf, as the decoding view's page-per-step PDF is.
-Figures that would give the answer away (``Part.after_reveal``) are left out: the answer page says it.
+The figures that show the answer (``Part.reveal``) come after the question page, the answer last.
 """
 from __future__ import annotations
 
@@ -74,15 +74,14 @@ def text_page(title: str, blocks: Sequence[str], footer: str) -> go.Figure:
 
 
 def lesson_figures(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], texts: Sequence[str],
-                   lang: str) -> list[go.Figure]:
-    """The lesson's figures as exported (themed, captioned), in page order."""
+                   lang: str, reveal: bool = False) -> list[go.Figure]:
+    """The lesson's figures as exported (themed, captioned), in page order: those before the question,
+    or (``reveal``) those that show the answer."""
     out = []
     for pr in runs:
         part = pr.part
-        if part.after_reveal:
-            continue
         sel = catalog.selection(part, pr.run)
-        for sid in part.stages:
+        for sid in (part.reveal if reveal else part.stages):
             if not stages.applies(sid, pr.info, sel.block):
                 continue
             opts = catalog.stage_options(part, pr, sid)
@@ -95,12 +94,13 @@ def lesson_figures(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], text
 
 def handout_pages(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], texts: Sequence[str],
                   lang: str = "en") -> list[go.Figure]:
-    """Every page: the text, the figures, the question, then the answer."""
+    """Every page: the text, the figures, the question, the figures that show the answer, the answer."""
     t = lambda key, **kw: i18n.t(key, lang, **kw)  # noqa: E731
     title = t("lessons.heading", n=lesson.number, title=t(lesson.title))
     q = lesson.ask(runs, lang)
     figures = lesson_figures(lesson, runs, texts, lang)
-    total = len(figures) + 3
+    shown = lesson_figures(lesson, runs, texts, lang, reveal=True)
+    total = len(figures) + len(shown) + 3
 
     def footer(p: int) -> str:
         return t("lessons.page_of", n=lesson.number, p=p, total=total)
@@ -113,7 +113,8 @@ def handout_pages(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], texts
         ask += [f"({chr(65 + i) if i < 26 else i + 1}) {c}" for i, c in enumerate(q.choices)]
     else:
         ask.append(t("lessons.number_line"))
-    pages.append(text_page(t("lessons.question"), ["\n".join(ask)], footer(total - 1)))
+    pages.append(text_page(t("lessons.question"), ["\n".join(ask)], footer(len(figures) + 2)))
+    pages += shown
     pages.append(text_page(t("lessons.answers_page"), [q.prompt, t("lessons.answer_line", answer=q.answer_text()),
                                                        q.why], footer(total)))
     return pages

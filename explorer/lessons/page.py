@@ -139,15 +139,17 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     return PartRun(part, run, m.info, edited)
 
 
-def draw_part(pr: PartRun, n: int, i: int, texts: list[str]) -> None:
-    """The part's stages (those that apply to its model and block), each with its words."""
+def draw_part(pr: PartRun, n: int, i: int, texts: list[str], ids: tuple[str, ...]) -> None:
+    """The part's stages ``ids`` (those that apply to its model and block), each with its words."""
     part, lg = pr.part, lang()
+    if not ids:
+        return
     if part.note:
         st.markdown(f"**{t(part.note)}**")
     else:
         st.caption(t("lessons.part", model=part.model))
     sel = catalog.selection(part, pr.run)
-    for sid in part.stages:
+    for sid in ids:
         if not stages.applies(sid, pr.info, sel.block):
             continue
         opts = catalog.stage_options(part, pr, sid)
@@ -272,8 +274,8 @@ def render() -> None:
     for i, part in enumerate(lesson.parts):
         pr = part_run(part, texts)
         runs.append(pr)
-        if pr is not None and not part.after_reveal:
-            draw_part(pr, n, i, texts)
+        if pr is not None:
+            draw_part(pr, n, i, texts, part.stages)
     asked = runs[lesson.asks]
     revealed = False
     if asked is None:
@@ -288,12 +290,13 @@ def render() -> None:
         else:
             right.pop(n, None)
         st.session_state["_lesson_right"] = sum(right.values())
-    for i, (part, pr) in enumerate(zip(lesson.parts, runs)):
-        if part.after_reveal and pr is not None:
-            if revealed:
-                draw_part(pr, n, i, texts)
-            else:
-                st.caption(t("lessons.after_reveal"))
+    if any(part.reveal for part in lesson.parts):  # the figures that show the answer
+        if revealed or asked is None:
+            for i, (part, pr) in enumerate(zip(lesson.parts, runs)):
+                if pr is not None:
+                    draw_part(pr, n, i, texts, part.reveal)
+        else:
+            st.caption(t("lessons.after_reveal"))
 
     c1, c2 = st.columns(2)
     if n > 1:

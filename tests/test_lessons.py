@@ -260,6 +260,7 @@ def test_predict_reveal_and_the_url_keep_the_answer(questions, models):
     ok(at)
     assert [s.value for s in at.success] == [md(i18n.t("lessons.right", "en", answer=edited.answer_text()))]
     assert qp(at, "lesson_text") == text
+    assert i18n.t("lessons.progress", "en", done=2, n=len(catalog.LESSONS), right=1) in [c.value for c in at.caption]
     assert qp(at, "answers") == f"5:{q.answer + 1},6:{edited.answer}"
 
     # a new session from that URL: lesson 6, its sentence, both answers (revealed)

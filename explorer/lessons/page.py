@@ -210,7 +210,7 @@ def draw_question(q: catalog.Question, n: int) -> bool:
 
 # --- the page ----------------------------------------------------------------------------------
 
-def sidebar(n: int) -> None:
+def sidebar(n: int):
     sb = st.sidebar
     if "lang" not in st.session_state:
         st.session_state["lang"] = st.session_state.get("_keep_lang", "en")
@@ -220,7 +220,14 @@ def sidebar(n: int) -> None:
     st.session_state["lesson_pick"] = n
     sb.selectbox(t("lessons.pick"), [x.number for x in LESSONS], key="lesson_pick", on_change=on_pick,
                  format_func=lambda k: ("✓ " if k in answers else "") + f"{k}. {t(catalog.lesson(k).title)}")
-    sb.caption(t("lessons.progress", done=len(answers), n=len(LESSONS), right=st.session_state.get("_lesson_right", 0)))
+    return sb.empty()  # the progress, written once this lesson's answer is checked
+
+
+def show_progress(where) -> None:
+    answers = st.session_state.get(ANSWERS_KEY, {})
+    results = st.session_state.get("_lesson_results", {})
+    where.caption(t("lessons.progress", done=len(answers), n=len(LESSONS),
+                    right=sum(1 for k, v in results.items() if v and k in answers)))
 
 
 def handout_button(n: int, runs: list[PartRun], texts: list[str], where) -> None:
@@ -245,7 +252,7 @@ def render() -> None:
     n = int(st.session_state.get(N_KEY) or 1)
     if catalog.parse_lesson(n) is None:
         n = 1
-    sidebar(n)
+    progress = sidebar(n)
     n = int(st.session_state.get(N_KEY) or 1)
     lesson = catalog.lesson(n)
     st.title(t("lessons.title"))
@@ -268,6 +275,7 @@ def render() -> None:
     if not texts:
         st.info(t("lessons.empty"), icon="✍️")
         sync_url(n, "")
+        show_progress(progress)
         return
 
     runs: list[PartRun | None] = []
@@ -289,7 +297,6 @@ def render() -> None:
             right[n] = q.correct(answers[n])
         else:
             right.pop(n, None)
-        st.session_state["_lesson_right"] = sum(right.values())
     if any(part.reveal for part in lesson.parts):  # the figures that show the answer
         if revealed or asked is None:
             for i, (part, pr) in enumerate(zip(lesson.parts, runs)):
@@ -305,6 +312,7 @@ def render() -> None:
         c2.button(t("lessons.next"), key="lesson_next", on_click=go_to, args=(n + 1,), width="stretch")
     if all(r is not None for r in runs):
         handout_button(n, runs, texts, st.sidebar)
+    show_progress(progress)
     sync_url(n, "\n".join(texts))
 
 

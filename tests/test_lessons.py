@@ -234,6 +234,16 @@ def test_a_tampered_lesson_gives_a_message_and_lesson_1(value):
     assert qp(at, "lesson") == "1"
 
 
+def test_user_text_is_never_markup(models):
+    text = "<img src=x>**b** [l](javascript:x) :red[z]"
+    at = lessons_page(lesson="6", lesson_text=text)
+    ok(at)
+    assert at.text_area(key="lesson_text_6").value == text
+    q = catalog.lesson(6).ask(lesson_runs(catalog.lesson(6), [text], models), "en")
+    radio = at.radio(key="lesson_guess_6")
+    assert radio.options == [md(c) for c in q.choices] and "\\*" in "".join(radio.options)  # escaped: shown as typed
+
+
 def test_predict_reveal_and_the_url_keep_the_answer(questions, models):
     at = lessons_page(lesson="5")
     q = questions[5, "en"]

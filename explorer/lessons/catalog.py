@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from explorer import i18n
-from explorer.views import style, tutorial002
+from explorer.views import stages, style, tutorial002
 from explorer.views.data import RunData, axis_tokens, kv_head_of, prefix
 
 
@@ -356,12 +356,9 @@ def format_answers(answers: dict[int, int]) -> str:
 # --- running a lesson outside the app (the handout, the exporter, the tests) ------------------------
 
 def selection(part: Part, run: RunData, model_name: str | None = None):
-    """The stages' Selection for a part, clipped to the run (a shorter batch, fewer tokens)."""
-    from explorer.views import stages
-
-    sel = stages.Selection(model=model_name or part.model, sentence=min(part.sentence, run.n_sentences - 1),
-                           layer=part.layer, head=part.head, block=part.block)
-    return sel
+    """The stages' Selection for a part (its sentence clipped to the batch)."""
+    return stages.Selection(model=model_name or part.model, sentence=min(part.sentence, run.n_sentences - 1),
+                            layer=part.layer, head=part.head, block=part.block)
 
 
 def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:

@@ -102,7 +102,7 @@ def on_default_text(n: int) -> None:
     st.session_state[f"lesson_text_{n}"] = default_text(n)
 
 
-def on_reveal(n: int, kind: str) -> None:
+def on_reveal(n: int) -> None:
     guess = st.session_state.get(f"lesson_guess_{n}")
     if guess is None:
         st.session_state["_lesson_need_guess"] = n
@@ -193,7 +193,7 @@ def draw_question(q: catalog.Question, n: int) -> bool:
                         placeholder=t("lessons.guess"))
     revealed = n in answers
     if not revealed:
-        st.button(t("lessons.reveal"), key=f"lesson_reveal_{n}", on_click=on_reveal, args=(n, q.kind),
+        st.button(t("lessons.reveal"), key=f"lesson_reveal_{n}", on_click=on_reveal, args=(n,),
                   type="primary")
         if st.session_state.get("_lesson_need_guess") == n:
             st.info(t("lessons.need_guess"), icon="✍️")

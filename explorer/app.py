@@ -7,7 +7,6 @@ head, block, sentence, lang, view, query, key, step, edit, compare) set the stat
 """
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 from dataclasses import replace
@@ -25,7 +24,8 @@ import pandas as pd
 import streamlit as st
 
 from explorer import export_ui, i18n, inputs, presenter, state
-from explorer.views import picking, stages, style, tutorial002
+from explorer.ui import show_figure
+from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
 
 log = logging.getLogger("attention_explorer")
@@ -75,40 +75,6 @@ def load_examples() -> list[str]:
                 out.append("\n".join(block))
                 block = []
     return out
-
-
-def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str, *, click: str | None = None,
-                shown=None) -> None:
-    """Draw one figure, its download buttons (PNG, SVG, PDF, CSV: explorer/export_ui.py) and a
-    switch that shows its numbers as a table. Every figure of the page goes through here.
-    ``meta``: model, sentence, text, block, layer, head, stage, stage_title, caption, lang, selection
-    (and edits, compare for the what-if and comparison figures).
-
-    ``click`` ("cell" or "head", the stage record's): the page draws ``shown``, the figure's clickable
-    copy, and a click drills in (``on_pick``); downloads and export take ``fig``.
-
-    A table is built and sent only when its switch is on: a page has about twenty figures, and
-    tables nobody opens were an eighth of the server's time per page. On a hosted server the
-    download buttons are behind a switch too (state.LEAN_DOWNLOADS): four buttons under each of
-    twenty figures were an eighth of a class's server time per click (`python -m bench`)."""
-    lang = meta.get("lang", "en")
-    config = {"displaylogo": False, "toImageButtonOptions": {"filename": key}}
-    if click and shown is not None:
-        st.plotly_chart(export_ui.display_figure(shown), width="stretch", key=f"chart-{key}", config=config,
-                        on_select=functools.partial(on_pick, f"chart-{key}", shown), selection_mode="points")
-    else:
-        st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}", config=config)
-    export_ui.remember_shown(fig, df, meta)
-    if state.LEAN_DOWNLOADS:
-        row = st.container(horizontal=True, gap="small", vertical_alignment="center")
-        if row.toggle(i18n.t("downloads", lang), key=f"{key}-downloads"):
-            export_ui.figure_downloads(fig, df, meta, key)
-    else:
-        row = export_ui.figure_downloads(fig, df, meta, key)
-    if df is None:
-        return
-    if row.toggle(i18n.t("table", lang), key=f"{key}-table"):
-        st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
 
 
 # --- the URL -------------------------------------------------------------------------------
@@ -749,29 +715,34 @@ def compare_controls(page: Page) -> dict:
     return {sid: {"other": other} for sid in dict(stages.SECTIONS)["compare"]}
 
 
-def on_pick(chart_key: str, fig) -> None:
-    """A chart's selection changed (st.plotly_chart's on_select): drill where it points."""
-    event = st.session_state.get(chart_key)
-    try:
-        points = event["selection"]["points"]
-    except (KeyError, TypeError):
-        return
-    picking.apply(st.session_state, picking.picked(points, fig))
-
-
 CONTROLS.update({
     "whatif": (whatif_controls, None),
     "compare": (compare_controls, None),
 })
 
 
+LESSONS_PAGE = Path(__file__).resolve().parent / "lessons" / "page.py"  # its own URL path: /lessons
+
+
+def pages() -> list:
+    """The app's pages (st.navigation): the explorer at /, the lessons at /lessons."""
+    lg = st.session_state.get("lang")
+    if lg not in i18n.LANGS:  # a session's first run: the pages' names in the URL's language already
+        lg = i18n.lang_or_default(st.query_params.get("lang"))
+    return [st.Page(page, title=i18n.t("nav.explorer", lg), icon="🔍", default=True),
+            st.Page(LESSONS_PAGE, title=i18n.t("nav.lessons", lg), icon="🎓", url_path="lessons")]
+
+
 def main() -> None:
+    """What runs for every page, around the page itself: the page setup, the stylesheet, the process's
+    preparation, the no-traceback guard and the shadow copies of the widgets' values."""
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
     st.html(style.CELL_TEXT_CSS)  # a constant: cell numbers too small to read are hidden (phones)
     state.prepare_process()
     shown = presenter.begin()  # ?present=1: large type, sidebar folded, a place for the QR code
     try:
-        page()
+        pg = st.navigation(pages())
+        pg.run()
     except Exception as e:  # no traceback ever reaches the page
         log.exception("the page failed")
         st.error(i18n.t("crash", i18n.lang_or_default(st.session_state.get("lang")), kind=type(e).__name__))

@@ -6,6 +6,7 @@
         --stages decoding --format gif,pdf --max-new-tokens 12   # a GIF of every step, a page per step
     python -m explorer.export --model seed --text "hello world" --edit "no_causal" \\
         --compare "hello word" --stages all --out slides/     # + the what-if and comparison figures
+    python -m explorer.export --lesson 6 --lang ko --out lesson6.pdf   # a lesson's handout (PDF)
 """
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog='example: python -m explorer.export --model seed --text "hello world" '
                "--layer 0 --head 1 --stages all --format png,svg,pdf --out slides/")
     p.add_argument("--model", default="seed", help="seed, seed-sort, minilm, smollm2 or a path")
-    p.add_argument("--text", action="append", required=True,
-                   help="a sentence (repeat for a padded batch)")
+    p.add_argument("--text", action="append", default=None,
+                   help="a sentence (repeat for a padded batch); required unless --lesson is given")
     p.add_argument("--sentence", type=int, default=0, help="which --text to show (default 0)")
     p.add_argument("--block", default=None,
                    help="encoder.self_attn, decoder.self_attn or decoder.cross_attn "
@@ -89,7 +90,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="tutorial002: the positional figures with tutorial 002's settings (d_model 4, 10 "
                         "positions, n = 100 vs 10000) and its worked example (stage pe_tutorial)")
+    p.add_argument("--lesson", type=int, default=None,
+                   help="write lesson K's handout (its text, figures and question; the answer on the last "
+                        "page) as one PDF to --out (a .pdf file, or a folder); --text replaces its sentences")
     return p
+
+
+def lesson_main(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    """--lesson K: the lesson's handout (explorer/lessons/handout.py) as one PDF."""
+    from explorer.lessons import catalog, handout
+
+    if catalog.parse_lesson(a.lesson) is None:
+        parser.error(f"--lesson {a.lesson}: there are lessons 1..{len(catalog.LESSONS)}")
+    if reason := unavailable_reason():
+        parser.exit(3, f"{parser.prog}: error: {reason}\n")
+    lesson = catalog.lesson(a.lesson)
+    texts = inputs.limit_sentences("\n".join(a.text))[0] if a.text else list(lesson.texts)
+    if not texts:
+        parser.error("--text: no sentence given")
+    runs, loaded = [], {}
+    for part in lesson.parts:
+        try:
+            m = loaded.get(part.model) or model.load(part.model)
+        except (model.WeightsError, OSError, ValueError) as e:
+            parser.exit(2, f"{parser.prog}: error: lesson {a.lesson} needs {part.model}: {e}; "
+                           f"{fetch_hint(part.model)}\n")
+        loaded[part.model] = m
+        try:
+            runs.append(catalog.run_part(part, m, inputs.limit_tokens(texts, m.tokenizer)[0]))
+        except (model.InputTooLong, model.RunTooLarge) as e:
+            parser.exit(2, f"{parser.prog}: error: --text: {e}\n")
+    out = Path(a.out)
+    if out.suffix.lower() != ".pdf":
+        out.mkdir(parents=True, exist_ok=True)
+        out = out / f"lesson-{a.lesson}-{a.lang}.pdf"
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = handout.handout_pdf(lesson, runs, texts, a.lang)
+    except ExportUnavailable as e:
+        parser.exit(3, f"{parser.prog}: error: {e}\n")
+    except ExportError as e:
+        parser.exit(1, f"{parser.prog}: error: {e}\n")
+    finally:
+        shutdown()
+    out.write_bytes(data)
+    print(f"wrote {out}")
+    return 0
 
 
 def _split(value: str) -> list[str]:
@@ -99,6 +146,10 @@ def _split(value: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
+    if a.lesson is not None:
+        return lesson_main(parser, a)
+    if not a.text:
+        parser.error("the following arguments are required: --text")
 
     # cheap checks first, before any model is loaded
     try:

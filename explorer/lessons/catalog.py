@@ -1,0 +1,384 @@
+"""The lessons: a path through the Transformer on live runs (issue 16). No streamlit here.
+
+A lesson is its number, a default sentence (or padded batch) chosen to make its point, the parts
+it shows (each a model, an attention block, a layer and head, and stages of the registry:
+explorer/views/stages.py) and a predict-then-reveal question whose answer is computed from the
+live run's tensors:
+
+    lesson = LESSONS[5]                                  # lesson 6 (1-based numbers, 0-based list)
+    runs = [PartRun(part, run, m.info) for part ...]     # what the page (or the handout) ran
+    q = lesson.ask(runs, "ko")                           # Question: choices or a number, the answer, why
+
+The words are the catalogue's (explorer/i18n.py, "lesson.*" keys, written out here so that the
+catalogue test sees them read). An answer is an int: the index of a choice, or the number asked for.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explorer import i18n
+from explorer.views import stages, style, tutorial002
+from explorer.views.data import RunData, axis_tokens, kv_head_of, prefix
+
+
+@dataclass(frozen=True)
+class Part:
+    """One group of figures: a model, its selection and the stages drawn: ``stages`` before the
+    question, ``reveal`` once the answer is shown (the figures that would give it away). ``edits``:
+    the what-if run the what-if stages compare with (model.edits' string); ``trace``: decode the
+    sentence step by step (the decoding stage). ``options``: per stage, its options (e.g. tutorial
+    002's preset)."""
+
+    model: str
+    stages: tuple[str, ...]
+    reveal: tuple[str, ...] = ()
+    block: str = "encoder.self_attn"
+    layer: int = 0
+    head: int = 0
+    sentence: int = 0
+    edits: str = ""
+    trace: bool = False
+    options: dict = field(default_factory=dict)
+    note: str | None = None  # a catalogue key said above the part's figures
+
+
+@dataclass
+class PartRun:
+    """A part's live run: the run (with its trace when the part decodes), the model's description and
+    the what-if run (None without edits)."""
+
+    part: Part
+    run: RunData
+    info: object
+    edited: RunData | None = None
+
+
+@dataclass
+class Question:
+    kind: str  # "choice" | "number"
+    prompt: str  # in the page's language
+    choices: list[str]  # labels (user text made plain); empty for "number"
+    answer: int  # the index of the right choice, or the number
+    why: str  # the reveal's explanation, with the run's numbers
+
+    def answer_text(self) -> str:
+        return self.choices[self.answer] if self.kind == "choice" else str(self.answer)
+
+    def guess_text(self, guess: int | None) -> str:
+        if guess is None:
+            return "—"
+        if self.kind == "choice":
+            return self.choices[guess] if 0 <= guess < len(self.choices) else "—"
+        return str(guess)
+
+    def correct(self, guess: int | None) -> bool:
+        return guess is not None and int(guess) == int(self.answer)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    title: str  # catalogue keys
+    text: str
+    texts: tuple[str, ...]  # the default sentences (one a line on the page)
+    parts: tuple[Part, ...]
+    ask_fn: Callable[[PartRun, str], Question]
+    asks: int = 0  # which part the question reads
+
+    def ask(self, runs: Sequence[PartRun], lang: str = "en") -> Question:
+        """The question on ``runs`` (one PartRun per part, in order; the asked part's is what counts)."""
+        return self.ask_fn(runs[self.asks], lang)
+
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(p.model for p in self.parts))
+
+
+def _tok(tokens: Sequence[str], i: int) -> str:
+    return f"{i}: {style.plain_text(style.visible(tokens[i]))}"
+
+
+def _pattern(pr: PartRun, run: RunData | None = None) -> np.ndarray:
+    """(heads, query, key) of the part's block and layer, for its sentence."""
+    p = prefix(pr.part.block, pr.part.layer)
+    return np.asarray((run or pr.run)[f"{p}.hook_pattern"][pr.part.sentence], dtype=np.float64)
+
+
+def _sentence(pr: PartRun) -> int:
+    return min(pr.part.sentence, pr.run.n_sentences - 1)
+
+
+# --- the questions ------------------------------------------------------------------------------
+
+def ask_padding(pr: PartRun, lang: str) -> Question:
+    """Lesson 1: how many pad positions the shortest sentence of the batch gets."""
+    width = int(pr.run["encoder.blocks.0.self_attn.hook_scores"].shape[-1]
+                if "encoder.blocks.0.self_attn.hook_scores" in pr.run
+                else pr.run["decoder.blocks.0.self_attn.hook_scores"].shape[-1])
+    lengths = [len(t) for t in pr.run.tokens]
+    s = int(np.argmin(lengths))
+    text = style.plain_text(pr.run.texts[s] if pr.run.texts else "".join(pr.run.tokens[s]), 40)
+    return Question("number", i18n.t("lesson.1.ask", lang, s=s, text=text), [], width - lengths[s],
+                    i18n.t("lesson.1.why", lang, t=width, s=s, n=lengths[s], p=width - lengths[s]))
+
+
+def ask_position(pr: PartRun, lang: str) -> Question:
+    """Lesson 2: which position's encoding is most like position 0's (cosine similarity)."""
+    pe = np.asarray(pr.run["encoder.hook_pos_embed"][0], dtype=np.float64)
+    n = len(pr.run.tokens[_sentence(pr)])
+    pe = pe[:n]
+    unit = pe / np.linalg.norm(pe, axis=-1, keepdims=True)
+    sims = unit[1:] @ unit[0]  # positions 1..n-1
+    best = int(np.argmax(sims)) + 1
+    offered = sorted({k for k in (1, 2, 4, n // 2, n - 1) if 1 <= k < n} | {best})
+    return Question("choice", i18n.t("lesson.2.ask", lang, n=n - 1), [str(k) for k in offered], offered.index(best),
+                    i18n.t("lesson.2.why", lang, k=best, cos=f"{sims[best - 1]:.3f}",
+                           last=n - 1, cos_last=f"{sims[-1]:.3f}"))
+
+
+def ask_head_size(pr: PartRun, lang: str) -> Question:
+    """Lesson 3: d_k, the width of one head's query."""
+    q = pr.run[f"{prefix(pr.part.block, pr.part.layer)}.hook_q"]
+    d_model = int(pr.run["encoder.hook_embed"].shape[-1])
+    heads, d_k = int(q.shape[1]), int(q.shape[-1])
+    return Question("number", i18n.t("lesson.3.ask", lang, d=d_model, h=heads), [], d_k,
+                    i18n.t("lesson.3.why", lang, d=d_model, h=heads, k=d_k,
+                           shape=" × ".join(str(x) for x in q.shape)))
+
+
+def ask_scaling(pr: PartRun, lang: str) -> Question:
+    """Lesson 4: without ÷√d_k, is row q's largest weight larger, smaller or the same?"""
+    _, _, n_q, n_k = axis_tokens(pr.run, pr.part.block, _sentence(pr), pr.part.layer)
+    q = min(3, n_q - 1)
+    a = _pattern(pr)[pr.part.head, q, :n_k]
+    b = _pattern(pr, pr.edited)[pr.part.head, q, :n_k]
+    diff = float(b.max() - a.max())
+    answer = 2 if abs(diff) < 1e-6 else (0 if diff > 0 else 1)
+    choices = [i18n.t("lesson.4.larger", lang), i18n.t("lesson.4.smaller", lang), i18n.t("lesson.4.same", lang)]
+    d_k = int(pr.run[f"{prefix(pr.part.block, pr.part.layer)}.hook_q"].shape[-1])
+    return Question("choice", i18n.t("lesson.4.ask", lang, q=q), choices, answer,
+                    i18n.t("lesson.4.why", lang, a=f"{a.max():.3f}", b=f"{b.max():.3f}", s=f"{np.sqrt(d_k):.2f}"))
+
+
+def ask_masked(pr: PartRun, lang: str) -> Question:
+    """Lesson 5: how many weights of row q are exactly 0 (masked: e^-inf)."""
+    s = _sentence(pr)
+    q_toks, _, n_q, n_k = axis_tokens(pr.run, pr.part.block, s, pr.part.layer)
+    row = _pattern(pr)[pr.part.head, min(3, len(q_toks) - 1)]
+    q = min(3, len(q_toks) - 1)
+    zeros = int(np.sum(row == 0.0))
+    width = len(row)
+    causal = width - (q + 1)
+    pads = width - n_k
+    return Question("number", i18n.t("lesson.5.ask", lang, s=s, q=q, t=width), [], zeros,
+                    i18n.t("lesson.5.why", lang, z=zeros, t=width, c=causal, p=pads, q=q))
+
+
+def ask_softmax(pr: PartRun, lang: str) -> Question:
+    """Lesson 6: which key row q weighs most."""
+    s = _sentence(pr)
+    q_toks, k_toks, n_q, n_k = axis_tokens(pr.run, pr.part.block, s, pr.part.layer)
+    q = min(3, n_q - 1)
+    row = _pattern(pr)[pr.part.head, q, :n_k]
+    best = int(np.argmax(row))
+    return Question("choice", i18n.t("lesson.6.ask", lang, q=_tok(q_toks, q), h=pr.part.head, l=pr.part.layer),
+                    [_tok(k_toks, j) for j in range(n_k)], best,
+                    i18n.t("lesson.6.why", lang, q=q, j=best, w=f"{row[best]:.3f}", sum=f"{row.sum():.3f}"))
+
+
+def mean_entropy(pattern: np.ndarray, n_q: int) -> np.ndarray:
+    """(heads,): each head's mean row entropy (nats) over the first ``n_q`` (real) rows."""
+    p = np.asarray(pattern, dtype=np.float64)[:, :n_q]
+    logs = np.log(np.where(p > 0, p, 1.0))
+    return -(p * logs).sum(-1).mean(-1)
+
+
+def ask_heads(pr: PartRun, lang: str) -> Question:
+    """Lesson 7: which head of the layer spreads its attention most (highest mean entropy)."""
+    _, _, n_q, _ = axis_tokens(pr.run, pr.part.block, _sentence(pr), pr.part.layer)
+    ent = mean_entropy(_pattern(pr), n_q)
+    best = int(np.argmax(ent))
+    return Question("choice", i18n.t("lesson.7.ask", lang, l=pr.part.layer),
+                    [f"H{h}" for h in range(len(ent))], best,
+                    i18n.t("lesson.7.why", lang, h=best, e=f"{ent[best]:.2f}",
+                           all=", ".join(f"H{h} {e:.2f}" for h, e in enumerate(ent)), n=n_q))
+
+
+FFN_BINS = (0.25, 0.5, 0.75)
+
+
+def ask_ffn(pr: PartRun, lang: str) -> Question:
+    """Lesson 8: what share of token 0's feed-forward hidden values ReLU sets to exactly 0."""
+    stack = pr.part.block.split(".")[0]
+    hidden = np.asarray(pr.run[f"{stack}.blocks.{pr.part.layer}.hook_ffn_hidden"][_sentence(pr), 0])
+    zeros = int(np.sum(hidden == 0.0))
+    share = zeros / hidden.size
+    answer = int(np.searchsorted(FFN_BINS, share, side="right"))
+    choices = [i18n.t("lesson.8.bin0", lang), i18n.t("lesson.8.bin1", lang), i18n.t("lesson.8.bin2", lang),
+               i18n.t("lesson.8.bin3", lang)]
+    return Question("choice", i18n.t("lesson.8.ask", lang, d=hidden.size, l=pr.part.layer), choices, answer,
+                    i18n.t("lesson.8.why", lang, z=zeros, d=hidden.size, pct=f"{100 * share:.0f}"))
+
+
+def ask_cross(pr: PartRun, lang: str) -> Question:
+    """Lesson 9: which input token the decoder's first row reads most in cross-attention."""
+    s = _sentence(pr)
+    _, k_toks, _, n_k = axis_tokens(pr.run, pr.part.block, s, pr.part.layer)
+    row = _pattern(pr)[pr.part.head, 0, :n_k]
+    best = int(np.argmax(row))
+    written = (pr.run.generated or [""])[s]
+    return Question("choice", i18n.t("lesson.9.ask", lang, l=pr.part.layer, h=pr.part.head),
+                    [_tok(k_toks, j) for j in range(n_k)], best,
+                    i18n.t("lesson.9.why", lang, j=best, w=f"{row[best]:.3f}",
+                           first=style.plain_text(written[:1] or "∅"), out=style.plain_text(written, 40)))
+
+
+def decoding_step(trace) -> int:
+    """The step lesson 10 asks about: the third (or the last there is)."""
+    return min(2, trace.n_steps - 1)
+
+
+def ask_next(pr: PartRun, lang: str) -> Question:
+    """Lesson 10: what the decoder writes next at step k (choices: that step's top candidates)."""
+    tr = pr.run.trace
+    k = decoding_step(tr)
+    q = int(tr.query[k])
+    first = 1 if tr.kind == "encoder-decoder" else 0
+    so_far = "".join(tr.tokens[first: q + 1])
+    cands = list(dict.fromkeys(tr.top_tokens[k]))
+    order = sorted(cands)
+    chosen = tr.chosen_tokens[k]
+    if chosen not in order:
+        order.append(chosen)
+    return Question("choice", i18n.t("lesson.10.ask", lang, k=k, text=style.plain_text(so_far or "∅", 60)),
+                    [style.plain_text(style.visible(c)) for c in order], order.index(chosen),
+                    i18n.t("lesson.10.why", lang, tok=style.plain_text(style.visible(chosen)),
+                           p=f"{float(tr.chosen_probs[k]):.3f}", n=q + 1, out=style.plain_text(tr.generated, 60)))
+
+
+GQA_QUERY_HEAD = 5
+
+
+def ask_gqa(pr: PartRun, lang: str) -> Question:
+    """Lesson 11: under grouped-query attention, which K/V head a query head reads."""
+    info = pr.info
+    n, n_kv = int(info.n_heads), int(info.n_kv_heads or info.n_heads)
+    h = min(GQA_QUERY_HEAD, n - 1)
+    g = kv_head_of(h, n, n_kv)
+    sharing = [x for x in range(n) if kv_head_of(x, n, n_kv) == g]
+    return Question("choice", i18n.t("lesson.11.ask", lang, n=n, kv=n_kv, h=h),
+                    [f"K/V {x}" for x in range(n_kv)], g,
+                    i18n.t("lesson.11.why", lang, n=n, kv=n_kv, h=h, g=g, heads=", ".join(map(str, sharing)),
+                           group=n // max(1, n_kv)))
+
+
+# --- the lessons --------------------------------------------------------------------------------
+
+SEED = "seed"
+BATCH = ("hello world", "hi there")
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson(1, "lesson.1.title", "lesson.1.text", ("hello world", "hi"),
+           (Part(SEED, (), reveal=("tokens",)),), ask_padding),
+    Lesson(2, "lesson.2.title", "lesson.2.text", ("I wonder what will come next",),
+           (Part(SEED, ("embedding", "pe_heatmap", "pe_compare", "pe_tutorial"), reveal=("pe_similarity",),
+                 options={"pe_compare": {k: v for k, v in tutorial002.PRESET.items() if k != "pe_base"},
+                          "pe_tutorial": {}}),), ask_position),
+    Lesson(3, "lesson.3.title", "lesson.3.text", ("hello world",),
+           (Part(SEED, (), reveal=("weights", "qkv"), head=1),), ask_head_size),
+    Lesson(4, "lesson.4.title", "lesson.4.text", ("hello world",),
+           (Part(SEED, ("qk", "scaled"), reveal=("whatif_pattern",), layer=1, head=0, edits="no_scale"),),
+           ask_scaling),
+    Lesson(5, "lesson.5.title", "lesson.5.text", BATCH,
+           (Part(SEED, ("tokens",), reveal=("mask", "masked", "softmax", "whatif_pattern"), block="decoder.self_attn",
+                 sentence=1, edits="no_causal"),), ask_masked),
+    Lesson(6, "lesson.6.title", "lesson.6.text", ("hello world",),
+           (Part(SEED, ("scaled",), reveal=("softmax", "z"), layer=1, head=2),), ask_softmax),
+    Lesson(7, "lesson.7.title", "lesson.7.text", ("hello world",),
+           (Part(SEED, ("softmax",), reveal=("overview",), layer=0, head=0),), ask_heads),
+    Lesson(8, "lesson.8.title", "lesson.8.text", ("hello world",),
+           (Part(SEED, ("shapes", "residual_norm"), reveal=("ffn",)),), ask_ffn),
+    Lesson(9, "lesson.9.title", "lesson.9.text", ("hello world",),
+           (Part(SEED, ("tokens",), reveal=("softmax", "logits"), block="decoder.cross_attn", layer=1, head=0),
+            Part("seed-sort", (), reveal=("softmax",), block="decoder.cross_attn", layer=1, head=0,
+                 note="lesson.9.sort")),
+           ask_cross),
+    Lesson(10, "lesson.10.title", "lesson.10.text", ("hello world",),
+           (Part(SEED, ("tokens",)),  # the encoder's side: the decoder's tokens are what it writes
+            Part(SEED, (), reveal=("decoding", "softmax"), block="decoder.self_attn", trace=True)),
+           ask_next, asks=1),
+    Lesson(11, "lesson.11.title", "lesson.11.text", ("The cat sat on the mat because it was tired.",),
+           (Part("minilm", ("pe_learned_sim",), reveal=("softmax",), note="lesson.11.minilm"),
+            Part("smollm2", ("rope_distance",), reveal=("gqa", "softmax"), block="decoder.self_attn", layer=0,
+                 head=GQA_QUERY_HEAD, note="lesson.11.smollm2")),
+           ask_gqa, asks=1),
+)
+
+
+def lesson(number: int) -> Lesson:
+    """Lesson ``number`` (1-based); IndexError outside 1..len(LESSONS)."""
+    if not 1 <= int(number) <= len(LESSONS):
+        raise IndexError(f"there are lessons 1..{len(LESSONS)}, not {number}")
+    return LESSONS[int(number) - 1]
+
+
+def parse_lesson(value) -> int | None:
+    """The URL's ``lesson`` as a valid number, or None (missing, malformed, out of range)."""
+    try:
+        n = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return n if 1 <= n <= len(LESSONS) else None
+
+
+def parse_answers(value) -> dict[int, int]:
+    """The URL's ``answers`` ("1:9,4:0": lesson:answer) as {lesson: answer}; malformed items are
+    dropped (never an exception)."""
+    out: dict[int, int] = {}
+    for item in str(value or "").split(","):
+        k, _, v = item.partition(":")
+        n = parse_lesson(k)
+        try:
+            a = int(v.strip())
+        except ValueError:
+            continue
+        if n is not None and abs(a) < 10**9:
+            out[n] = a
+    return out
+
+
+def format_answers(answers: dict[int, int]) -> str:
+    return ",".join(f"{k}:{int(v)}" for k, v in sorted(answers.items()))
+
+
+# --- running a lesson outside the app (the handout, the exporter, the tests) ------------------------
+
+def selection(part: Part, run: RunData, model_name: str | None = None):
+    """The stages' Selection for a part (its sentence clipped to the batch)."""
+    return stages.Selection(model=model_name or part.model, sentence=min(part.sentence, run.n_sentences - 1),
+                            layer=part.layer, head=part.head, block=part.block)
+
+
+def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
+    """A part's live run on ``texts`` with model ``m`` (uncached: the app uses explorer/state.py)."""
+    from explorer.views.data import run_data
+    from explorer.views.trace import trace_data
+
+    texts = list(texts)
+    run = run_data(m, texts)
+    if part.trace:
+        run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))
+    edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
+    return PartRun(part, run, m.info, edited)
+
+
+def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
+    """The options a part's stage is drawn with: its own, the what-if run, the decoding step."""
+    opts = dict(part.options.get(stage_id, {}))
+    if stage_id.startswith("whatif_") and pr.edited is not None:
+        opts["edited"] = pr.edited
+    if stage_id == "decoding" and pr.run.trace is not None:
+        opts["step"] = decoding_step(pr.run.trace)
+    return opts

@@ -1,0 +1,320 @@
+"""The Lessons page (``/lessons``): one lesson at a time, its live figures and a predict-then-reveal
+question. ``explorer/app.py: main()`` registers this file with ``st.navigation`` and runs it inside
+the guard every page shares; it is also importable (``render()``).
+
+URL: ``lesson`` (1-based; anything else gives a message and lesson 1), ``lang``, ``answers``
+("K:answer,...": the learner's predictions, an int each: a choice's index or the number), ``text``
+XX. The session keeps the same (no accounts).
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+import streamlit as st
+
+from explorer import i18n, inputs, state
+from explorer.lessons import catalog
+from explorer.lessons.catalog import LESSONS, PartRun
+from explorer.ui import show_figure
+from explorer.views import stages
+
+log = logging.getLogger("attention_explorer")
+
+N_KEY = "_lesson_n"  # the lesson shown (1-based)
+ANSWERS_KEY = "_lesson_answers"  # {lesson: the learner's answer}
+TEXTS_KEY = "_lesson_texts"  # {lesson: the edited sentences}
+_MD = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
+
+
+def md(text: str) -> str:
+    """User-derived text for a markdown element: every markdown character escaped (shown literally)."""
+    return _MD.sub(r"\\\1", str(text))
+
+
+def lang() -> str:
+    return i18n.lang_or_default(st.session_state.get("lang"))
+
+
+def t(key: str, **kw) -> str:
+    return i18n.t(key, lang(), **kw)
+
+
+def default_text(n: int) -> str:
+    return "\n".join(catalog.lesson(n).texts)
+
+
+# --- the URL and the session ----------------------------------------------------------------------
+
+def read_url_once() -> list:
+    """On the page's first run in a session: lesson, lang, answers and text from the URL. Returns
+    the messages to show (a lesson that does not exist)."""
+    if st.session_state.get("_lessons_url_read"):
+        return []
+    st.session_state["_lessons_url_read"] = True
+    messages = []
+    try:
+        qp = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    except Exception:  # a malformed URL is no reason to fail
+        qp = {}
+    if qp.get("lang") in i18n.LANGS:
+        st.session_state["lang"] = qp["lang"]
+    raw = qp.get("lesson")
+    n = catalog.parse_lesson(raw) if raw is not None else 1
+    if n is None:
+        messages.append(("lessons.bad_lesson", dict(value=inputs.shown(raw), n=len(LESSONS))))
+        n = 1
+    st.session_state[N_KEY] = n
+    st.session_state.setdefault(ANSWERS_KEY, {}).update(catalog.parse_answers(qp.get("answers")))
+    if qp.get("lesson_text"):
+        st.session_state.setdefault(TEXTS_KEY, {})[n] = "\n".join(inputs.limit_sentences(str(qp["lesson_text"]))[0])
+    return messages
+
+
+def sync_url(n: int, text: str) -> None:
+    values = {"lesson": str(n), "lang": lang()}
+    answers = catalog.format_answers(st.session_state.get(ANSWERS_KEY, {}))
+    for name, value in (("answers", answers), ("lesson_text", text if text != default_text(n) else "")):
+        if value:
+            values[name] = value
+        elif name in st.query_params:
+            del st.query_params[name]
+    changed = {k: v for k, v in values.items() if st.query_params.get(k) != v}
+    if changed:
+        st.query_params.update(changed)
+
+
+def go_to(n: int) -> None:
+    st.session_state[N_KEY] = n
+    st.session_state["lesson_pick"] = n
+
+
+def on_pick() -> None:
+    st.session_state[N_KEY] = int(st.session_state["lesson_pick"])
+
+
+def on_text(n: int) -> None:
+    st.session_state.setdefault(TEXTS_KEY, {})[n] = str(st.session_state.get(f"lesson_text_{n}", ""))
+
+
+def on_default_text(n: int) -> None:
+    st.session_state.setdefault(TEXTS_KEY, {}).pop(n, None)
+    st.session_state[f"lesson_text_{n}"] = default_text(n)
+
+
+def on_reveal(n: int) -> None:
+    guess = st.session_state.get(f"lesson_guess_{n}")
+    if guess is None:
+        st.session_state["_lesson_need_guess"] = n
+        return
+    st.session_state.setdefault(ANSWERS_KEY, {})[n] = int(guess)
+    st.session_state.pop("_lesson_need_guess", None)
+
+
+def on_again(n: int) -> None:
+    st.session_state.setdefault(ANSWERS_KEY, {}).pop(n, None)
+    st.session_state.pop(f"lesson_guess_{n}", None)
+
+
+# --- running the lesson's parts (cached: explorer/state.py) -------------------------------------
+
+def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
+    """The part's live run, or None with a message (a model whose weights are not here)."""
+    try:
+        with st.spinner(t("running")):
+            m, fallback = state.load_model(part.model)
+    except Exception as e:  # not fetched, a broken download, ...
+        log.info("lesson model %s: %s", part.model, e)
+        st.warning(t("lessons.model_missing", model=part.model, error=inputs.shown(str(e), 200)), icon="⚠️")
+        return None
+    if fallback:
+        st.warning(t("weights_missing", name=part.model, error=fallback), icon="⚠️")
+    texts, _ = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
+    n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
+    with st.spinner(t("running")):
+        run = state.run(part.model, texts, n_tokens, m.info)
+        if part.trace:
+            run = run.with_trace(state.trace(part.model, texts[min(part.sentence, len(texts) - 1)]))
+        edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
+    return PartRun(part, run, m.info, edited)
+
+
+def draw_part(pr: PartRun, n: int, i: int, texts: list[str], ids: tuple[str, ...]) -> None:
+    """The part's stages ``ids`` (those that apply to its model and block), each with its words."""
+    part, lg = pr.part, lang()
+    if not ids:
+        return
+    if part.note:
+        st.markdown(f"**{t(part.note)}**")
+    else:
+        st.caption(t("lessons.part", model=part.model))
+    sel = catalog.selection(part, pr.run)
+    for sid in ids:
+        if not stages.applies(sid, pr.info, sel.block):
+            continue
+        opts = catalog.stage_options(part, pr, sid)
+        try:
+            words = stages.stage_words(sid, pr.run, pr.info, sel, lg, **opts)
+            fig, df = state.stage_figure(sid, part.model, texts, pr.run, pr.info, sel, lg, **opts)
+        except Exception as e:  # one figure failing must not take the lesson down
+            log.exception("lesson %s stage %s failed", n, sid)
+            st.warning(t("stage_error", kind=type(e).__name__, msg=inputs.shown(str(e), 200)))
+            continue
+        st.subheader(words["title"], anchor=f"lesson-{n}-{i}-{sid}")
+        st.markdown(words["explain"])
+        if words["formula"]:
+            st.latex(words["formula"])
+        edits, compare = stages.second_run(sid, opts)
+        text = texts[sel.sentence]
+        meta = {"model": part.model, "sentence": sel.sentence, "text": text, "block": sel.block,
+                "layer": sel.layer, "head": sel.head, "stage": sid, "stage_title": words["title"],
+                "caption": stages.caption(part.model, text, sel, sid, lg, edits=edits, compare=compare),
+                "lang": lg, "selection": sel, "edits": edits, "compare": compare}
+        show_figure(fig, df, meta, f"L{n}-p{i}-{sid}", remember=False)
+
+
+# --- the question -------------------------------------------------------------------------------
+
+def draw_question(q: catalog.Question, n: int) -> bool:
+    """The prediction widget and the reveal; True once the answer is shown."""
+    st.header(t("lessons.question"), divider="gray")
+    answers = st.session_state.setdefault(ANSWERS_KEY, {})
+    key = f"lesson_guess_{n}"
+    if n in answers and key not in st.session_state:  # from the URL or an earlier visit
+        stored = answers[n]
+        st.session_state[key] = stored if q.kind == "number" or 0 <= stored < len(q.choices) else None
+    if q.kind == "choice":
+        if st.session_state.get(key) is not None and not 0 <= st.session_state[key] < len(q.choices):
+            st.session_state[key] = None  # the sentence changed: fewer choices now
+        st.radio(md(q.prompt), list(range(len(q.choices))), key=key, index=None,
+                 format_func=lambda i: md(q.choices[i]))
+    else:
+        st.number_input(md(q.prompt), value=None, step=1, min_value=-10**6, max_value=10**6, key=key,
+                        placeholder=t("lessons.guess"))
+    revealed = n in answers
+    if not revealed:
+        st.button(t("lessons.reveal"), key=f"lesson_reveal_{n}", on_click=on_reveal, args=(n,),
+                  type="primary")
+        if st.session_state.get("_lesson_need_guess") == n:
+            st.info(t("lessons.need_guess"), icon="✍️")
+        return False
+    guess = answers[n]
+    if q.correct(guess):
+        st.success(md(t("lessons.right", answer=q.answer_text())), icon="✅")
+    else:
+        st.info(md(t("lessons.wrong", guess=q.guess_text(guess), answer=q.answer_text())), icon="💡")
+    st.markdown(md(q.why))
+    st.button(t("lessons.again"), key=f"lesson_again_{n}", on_click=on_again, args=(n,))
+    return True
+
+
+# --- the page ----------------------------------------------------------------------------------
+
+def sidebar(n: int):
+    sb = st.sidebar
+    if "lang" not in st.session_state:
+        st.session_state["lang"] = st.session_state.get("_keep_lang", "en")
+    sb.radio(i18n.t("language", lang()), i18n.LANGS, key="lang", horizontal=True,
+             format_func=lambda x: i18n.LANG_NAMES[x])
+    answers = st.session_state.get(ANSWERS_KEY, {})
+    st.session_state["lesson_pick"] = n
+    sb.selectbox(t("lessons.pick"), [x.number for x in LESSONS], key="lesson_pick", on_change=on_pick,
+                 format_func=lambda k: ("✓ " if k in answers else "") + f"{k}. {t(catalog.lesson(k).title)}")
+    return sb.empty()  # the progress, written once this lesson's answer is checked
+
+
+def show_progress(where) -> None:
+    answers = st.session_state.get(ANSWERS_KEY, {})
+    results = st.session_state.get("_lesson_results", {})
+    where.caption(t("lessons.progress", done=len(answers), n=len(LESSONS),
+                    right=sum(1 for k, v in results.items() if v and k in answers)))
+
+
+def handout_button(n: int, runs: list[PartRun], texts: list[str], where) -> None:
+    from explorer.export import renderer
+    from explorer.lessons import handout
+
+    reason = renderer.unavailable_reason()
+    lg = lang()
+
+    def data() -> bytes:
+        return handout.handout_pdf(catalog.lesson(n), runs, texts, lg)
+
+    where.download_button(t("lessons.handout"), data=data, file_name=f"lesson-{n}-{lg}.pdf", mime="application/pdf",
+                          key=f"lesson_handout_{n}", on_click="ignore", disabled=reason is not None,
+                          icon=":material/picture_as_pdf:",
+                          help=t("lessons.handout_unavailable", reason=reason.reason) if reason
+                          else t("lessons.handout_help"))
+
+
+def render() -> None:
+    messages = read_url_once()
+    n = int(st.session_state.get(N_KEY) or 1)
+    if catalog.parse_lesson(n) is None:
+        n = 1
+    progress = sidebar(n)
+    n = int(st.session_state.get(N_KEY) or 1)
+    lesson = catalog.lesson(n)
+    st.title(t("lessons.title"))
+    st.caption(t("lessons.tagline"))
+    for key, args in messages:
+        st.warning(t(key, **args), icon="⚠️")
+    st.header(t("lessons.heading", n=n, title=t(lesson.title)), divider="gray")
+    st.markdown(t(lesson.text))
+
+    box = f"lesson_text_{n}"
+    if box not in st.session_state:
+        st.session_state[box] = st.session_state.get(TEXTS_KEY, {}).get(n, default_text(n))
+    st.text_area(t("lessons.sentences"), key=box, height=90, on_change=on_text, args=(n,),
+                 help=t("text_help", n=inputs.MAX_SENTENCES, c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
+    if st.session_state[box] != default_text(n):
+        st.button(t("lessons.default_text"), key=f"lesson_default_{n}", on_click=on_default_text, args=(n,))
+    texts, notices = inputs.limit_sentences(st.session_state[box])
+    for notice in notices:
+        st.info(t(notice.key, **notice.args), icon="✂️")
+    if not texts:
+        st.info(t("lessons.empty"), icon="✍️")
+        sync_url(n, "")
+        show_progress(progress)
+        return
+
+    runs: list[PartRun | None] = []
+    for i, part in enumerate(lesson.parts):
+        pr = part_run(part, texts)
+        runs.append(pr)
+        if pr is not None:
+            draw_part(pr, n, i, texts, part.stages)
+    asked = runs[lesson.asks]
+    revealed = False
+    if asked is None:
+        st.info(t("lessons.no_question", model=lesson.parts[lesson.asks].model), icon="ℹ️")
+    else:
+        q = lesson.ask(runs, lang())
+        revealed = draw_question(q, n)
+        answers = st.session_state.get(ANSWERS_KEY, {})
+        right = st.session_state.setdefault("_lesson_results", {})
+        if n in answers:
+            right[n] = q.correct(answers[n])
+        else:
+            right.pop(n, None)
+    if any(part.reveal for part in lesson.parts):  # the figures that show the answer
+        if revealed or asked is None:
+            for i, (part, pr) in enumerate(zip(lesson.parts, runs)):
+                if pr is not None:
+                    draw_part(pr, n, i, texts, part.reveal)
+        else:
+            st.caption(t("lessons.after_reveal"))
+
+    c1, c2 = st.columns(2)
+    if n > 1:
+        c1.button(t("lessons.prev"), key="lesson_prev", on_click=go_to, args=(n - 1,), width="stretch")
+    if n < len(LESSONS):
+        c2.button(t("lessons.next"), key="lesson_next", on_click=go_to, args=(n + 1,), width="stretch")
+    if all(r is not None for r in runs):
+        handout_button(n, runs, texts, st.sidebar)
+    show_progress(progress)
+    sync_url(n, "\n".join(texts))
+
+
+if __name__ == "__main__":  # run by st.navigation as the page's script
+    render()

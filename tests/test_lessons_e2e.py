@@ -1,0 +1,89 @@
+"""End to end: the Lessons page in a real `streamlit run` server and headless Debian chromium, at its
+own URL path (/lessons?lesson=K), in both languages: the lesson's figures draw, a prediction is made
+and revealed, and the URL keeps the answer. The right answers come from the lessons' own live run
+(tests/test_lessons.py checks those against the model's tensors).
+
+    pytest -m e2e tests/test_lessons_e2e.py -s
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from test_e2e import PLOTS_JS, browser, no_exception, server, wait_for_plots  # noqa: F401 (fixtures)
+
+import model
+from explorer import i18n
+from explorer.lessons import catalog
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+playwright = pytest.importorskip("playwright.sync_api")
+
+MAIN = '[data-testid="stMain"]'
+
+
+def question(n: int, lang: str) -> catalog.Question:
+    lesson = catalog.lesson(n)
+    runs = [catalog.run_part(p, model.load(p.model), list(lesson.texts)) for p in lesson.parts]
+    return lesson.ask(runs, lang)
+
+
+def open_lesson(server, browser, n: int, lang: str, plots: int):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(f"{server}/lessons?lesson={n}&lang={lang}", wait_until="domcontentloaded")
+    heading = i18n.t("lessons.heading", lang, n=n, title=i18n.t(catalog.lesson(n).title, lang))
+    page.get_by_text(heading, exact=True).wait_for(timeout=180_000)
+    wait_for_plots(page, plots)
+    no_exception(page)
+    return page
+
+
+def reveal(page, lang: str) -> None:
+    page.get_by_role("button", name=i18n.t("lessons.reveal", lang)).click()
+
+
+@pytest.mark.parametrize("n,lang", [(6, "ko"), (10, "en")])
+def test_a_choice_is_predicted_and_revealed(server, browser, n, lang):  # noqa: F811
+    q = question(n, lang)
+    lesson = catalog.lesson(n)
+    drawn = sum(len(p.stages) for p in lesson.parts)
+    page = open_lesson(server, browser, n, lang, drawn)
+    assert "/lessons" in page.url
+    page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer).click()
+    time.sleep(0.5)
+    reveal(page, lang)
+    right = i18n.t("lessons.right", lang, answer=q.answer_text())
+    page.get_by_text(right, exact=True).wait_for(timeout=60_000)
+    page.wait_for_function(f"() => decodeURIComponent(location.search).includes('answers={n}:{q.answer}')",
+                           timeout=30_000)
+    # the figures that give the answer away (the decoding timeline, the weights) appear only now
+    wait_for_plots(page, drawn + sum(len(p.reveal) for p in lesson.parts), timeout=60)
+    no_exception(page)
+    page.close()
+
+
+def test_a_number_is_predicted_and_revealed_wrong(server, browser):  # noqa: F811
+    q = question(5, "en")
+    page = open_lesson(server, browser, 5, "en", len(catalog.lesson(5).parts[0].stages))
+    assert page.evaluate(PLOTS_JS) == len(catalog.lesson(5).parts[0].stages)  # the masks wait for the reveal
+    box = page.locator(f'{MAIN} [data-testid="stNumberInput"] input')
+    box.fill(str(q.answer + 2))
+    box.press("Enter")
+    time.sleep(0.5)
+    reveal(page, "en")
+    page.get_by_text(i18n.t("lessons.wrong", "en", guess=q.answer + 2, answer=q.answer),
+                     exact=True).wait_for(timeout=60_000)
+    page.get_by_text(q.why, exact=True).wait_for(timeout=10_000)
+    no_exception(page)
+    page.close()
+
+
+def test_a_tampered_lesson_in_korean(server, browser):  # noqa: F811
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(f"{server}/lessons?lesson=99&lang=ko", wait_until="domcontentloaded")
+    page.get_by_text(i18n.t("lessons.bad_lesson", "ko", value="99", n=len(catalog.LESSONS)),
+                     exact=True).wait_for(timeout=180_000)
+    page.get_by_text(i18n.t("lessons.heading", "ko", n=1, title=i18n.t("lesson.1.title", "ko")),
+                     exact=True).wait_for(timeout=60_000)
+    no_exception(page)
+    page.close()

@@ -729,8 +729,9 @@ def pages() -> list:
     lg = st.session_state.get("lang")
     if lg not in i18n.LANGS:  # a session's first run: the pages' names in the URL's language already
         lg = i18n.lang_or_default(st.query_params.get("lang"))
-    return [st.Page(page, title=i18n.t("nav.explorer", lg), icon="🔍", default=True),
-            st.Page(LESSONS_PAGE, title=i18n.t("nav.lessons", lg), icon="🎓", url_path="lessons")]
+    # Material icons: the font ships with Streamlit (an emoji needs an emoji font: boxes without one)
+    return [st.Page(page, title=i18n.t("nav.explorer", lg), icon=":material/search:", default=True),
+            st.Page(LESSONS_PAGE, title=i18n.t("nav.lessons", lg), icon=":material/school:", url_path="lessons")]
 
 
 def main() -> None:

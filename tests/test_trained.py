@@ -96,9 +96,7 @@ def trained_with_unknowns() -> bool:
 
 def test_reverse_keeps_unknown_characters_in_place(reverse):
     """A character outside the vocabulary becomes <unk>; the reversal keeps it in its place."""
-    if not trained_with_unknowns():
-        pytest.xfail("the shipped weights were trained before unknown characters were in the mix: "
-                     "retrain with `python -m model.train reverse`")
+    assert trained_with_unknowns()  # the shipped weights say how they were made
     out = reverse.run(["Why √d_k?", "é 안녕 😀", "a→b"])
     assert out.generated == ["?k_d<unk> yhW", "<unk> 녕안 <unk>", "b<unk>a"]
     from model.train import UNKNOWN_CHARS, held_out

@@ -1395,10 +1395,8 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Scan to open this view",
         "ko": "스캔하면 이 화면이 열립니다"},
     "present.too_long": {
-        "en": "This view's address ({n} characters) is too long for a QR code: shorten the sentences, "
-              "or share the address below.",
-        "ko": "이 화면의 주소({n}자)가 QR 코드에 담기에는 너무 깁니다. 문장을 줄이거나 아래 주소를 "
-              "공유하세요."},
+        "en": "This view's address ({n} characters) is too long for a QR code: shorten the sentences, or share the address shown here.",
+        "ko": "이 화면의 주소({n}자)는 QR 코드에 담기에는 너무 깁니다. 문장을 줄이거나 여기 보이는 주소를 공유하세요."},
 
     # --- lessons (issue 16): the Lessons page, its lessons, questions and handout -----------------
     "nav.explorer": {"en": "Every stage", "ko": "모든 단계"},
@@ -1549,8 +1547,8 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "“{tok}”, 확률 {p}입니다. 이 단계의 셀프 어텐션 쿼리(위치 {q})는 키 {n}개를 읽습니다: 캐시에 보관된 {c}개와 자기 자신의 키입니다. 전체 출력: “{out}”."},
     "lesson.11.title": {"en": "From 2017 to today: learned and rotary positions, grouped-query attention", "ko": "2017년부터 지금까지: 학습된 위치, 회전 위치, 그룹 쿼리 어텐션"},
     "lesson.11.text": {
-        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so position enters a score only through the distance between the two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**.",
-        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수에는 위치가 두 토큰 사이의 거리로만 반영됩니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**."},
+        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding (as tutorial 003's code does) instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so position enters a score only through the distance between the two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**.",
+        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 튜토리얼 003의 코드처럼 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수에는 위치가 두 토큰 사이의 거리로만 반영됩니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**."},
     "lesson.11.minilm": {"en": "MiniLM (a BERT encoder): learned position embeddings.", "ko": "MiniLM (BERT 인코더): 학습된 위치 임베딩."},
     "lesson.11.smollm2": {"en": "SmolLM2 (a Llama decoder): rotary positions and grouped-query attention.", "ko": "SmolLM2 (Llama 디코더): 회전 위치 인코딩과 그룹 쿼리 어텐션."},
     "lesson.11.ask": {

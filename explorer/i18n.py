@@ -1470,8 +1470,9 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.4.text": {
         "en": "Each query is compared with every key by a dot product: the **scores** Q·Kᵀ, one row per query. The dot product of two vectors of d_k numbers spreads wider as d_k grows (for random numbers of variance 1, its variance is d_k), and softmax of widely spread scores puts almost all the weight on one key, where gradients vanish. So the scores are divided by √d_k. The last figure is a what-if: the same sentence with the scaling switched off in every layer.",
         "ko": "각 쿼리는 모든 키와 내적으로 비교됩니다. 이것이 **점수** Q·Kᵀ이며 쿼리마다 한 행입니다. d_k개 숫자로 된 두 벡터의 내적은 d_k가 클수록 넓게 퍼지고 (분산이 1인 무작위 숫자라면 내적의 분산은 d_k입니다), 넓게 퍼진 점수에 소프트맥스를 하면 거의 모든 가중치가 한 키에 몰려 기울기가 사라집니다. 그래서 점수를 √d_k로 나눕니다 (스케일링). 마지막 그림은 바꿔 보기입니다: 같은 문장을 모든 레이어에서 스케일링 없이 실행한 결과입니다."},
-    "lesson.4.ask": {"en": "Without ÷√d_k, what happens to the largest weight in row {q}?",
-                     "ko": "√d_k로 나누지 않으면 {q}행의 가장 큰 가중치는 어떻게 될까요?"},
+    "lesson.4.ask": {
+        "en": "Layer {l}, head {h}: without ÷√d_k, what happens to the largest weight in row {q}?",
+        "ko": "레이어 {l}, 헤드 {h}: √d_k로 나누지 않으면 {q}행의 가장 큰 가중치는 어떻게 될까요?"},
     "lesson.4.larger": {
         "en": "it gets larger",
         "ko": "커집니다"},

@@ -166,7 +166,7 @@ def ask_scaling(pr: PartRun, lang: str) -> Question:
     sa = np.asarray(pr.run[scores][s, pr.part.head, q, :n_k], dtype=np.float64)
     sb = np.asarray(pr.edited[scores][s, pr.part.head, q, :n_k], dtype=np.float64)
     spread = float(np.ptp(sb) / np.ptp(sa)) if np.ptp(sa) > 0 else float("nan")
-    return Question("choice", i18n.t("lesson.4.ask", lang, q=q), choices, answer,
+    return Question("choice", i18n.t("lesson.4.ask", lang, q=q, l=pr.part.layer, h=pr.part.head), choices, answer,
                     i18n.t("lesson.4.why", lang, a=f"{a.max():.3f}", b=f"{b.max():.3f}", s=f"{np.sqrt(d_k):.2f}",
                            r=f"{spread:.2f}", q=q))
 

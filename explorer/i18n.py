@@ -1395,23 +1395,21 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Scan to open this view",
         "ko": "스캔하면 이 화면이 열립니다"},
     "present.too_long": {
-        "en": "This view's address ({n} characters) is too long for a QR code: shorten the sentences, "
-              "or share the address below.",
-        "ko": "이 화면의 주소({n}자)가 QR 코드에 담기에는 너무 깁니다. 문장을 줄이거나 아래 주소를 "
-              "공유하세요."},
+        "en": "This view's address ({n} characters) is too long for a QR code: shorten the sentences, or share the address shown here.",
+        "ko": "이 화면의 주소({n}자)는 QR 코드에 담기에는 너무 깁니다. 문장을 줄이거나 여기 보이는 주소를 공유하세요."},
 
     # --- lessons (issue 16): the Lessons page, its lessons, questions and handout -----------------
     "nav.explorer": {"en": "Every stage", "ko": "모든 단계"},
     "nav.lessons": {"en": "Lessons", "ko": "레슨"},
     "lessons.title": {"en": "Lessons: a path through the Transformer", "ko": "레슨: 트랜스포머를 따라가는 길"},
     "lessons.tagline": {
-        "en": "Eleven short lessons on live runs of the models: read, look, predict, then reveal. Edit the sentence and the figures and the answer follow it.",
-        "ko": "모델을 실제로 실행하며 배우는 짧은 레슨 11개입니다. 읽고, 보고, 예측한 다음 정답을 확인하세요. 문장을 고치면 그림과 정답이 함께 바뀝니다."},
+        "en": "{n} short lessons on live runs of the models: read, look, predict, then reveal. Edit the sentence and the figures and the answer follow it.",
+        "ko": "모델을 실제로 실행하며 배우는 짧은 레슨 {n}개입니다. 읽고, 보고, 예측한 다음 정답을 확인하세요. 문장을 고치면 그림과 정답도 함께 바뀝니다."},
     "lessons.pick": {"en": "Lesson", "ko": "레슨"},
     "lessons.heading": {"en": "Lesson {n}: {title}", "ko": "레슨 {n}: {title}"},
     "lessons.progress": {"en": "Answered: {done} of {n} (right: {right})", "ko": "답한 레슨: {n}개 중 {done}개 (정답 {right}개)"},
-    "lessons.sentences": {"en": "Sentences (one a line; edit them and the lesson follows)",
-                          "ko": "문장 (한 줄에 하나; 고치면 레슨이 따라 바뀝니다)"},
+    "lessons.sentences": {"en": "Sentences (one per line; edit them and the lesson follows)",
+                          "ko": "문장 (한 줄에 하나씩, 고치면 레슨도 따라 바뀝니다)"},
     "lessons.default_text": {"en": "Back to the lesson's sentence", "ko": "레슨의 원래 문장으로"},
     "lessons.empty": {"en": "Type a sentence to run the lesson.", "ko": "레슨을 실행하려면 문장을 입력하세요."},
     "lessons.part": {"en": "Model: {model}", "ko": "모델: {model}"},
@@ -1425,17 +1423,17 @@ WORDS: dict[str, dict[str, str]] = {
     "lessons.after_reveal": {"en": "This figure would give the answer away: it appears once the answer is revealed.",
                              "ko": "이 그림은 정답을 알려 주므로 정답을 확인한 뒤에 나타납니다."},
     "lessons.bad_lesson": {"en": "There is no lesson “{value}” (lessons 1 to {n}): showing lesson 1.",
-                           "ko": "“{value}”라는 레슨은 없습니다 (레슨 1~{n}). 레슨 1을 보여 줍니다."},
+                           "ko": "없는 레슨입니다: “{value}” (레슨은 1~{n}). 레슨 1을 보여 줍니다."},
     "lessons.model_missing": {
         "en": "{model} is not on this machine ({error}). Fetch its weights with `python -m model.fetch {model}` and reload.",
-        "ko": "{model} 모델이 이 컴퓨터에 없습니다 ({error}). `python -m model.fetch {model}` 로 가중치를 받은 다음 다시 불러오세요."},
+        "ko": "{model} 모델이 이 컴퓨터에 없습니다 ({error}). `python -m model.fetch {model}` 명령으로 가중치를 받은 다음 다시 불러오세요."},
     "lessons.no_question": {"en": "The question needs {model}, which could not run here.",
                             "ko": "이 질문에는 {model} 모델이 필요한데 여기서 실행할 수 없습니다."},
     "lessons.prev": {"en": "← Previous lesson", "ko": "← 이전 레슨"},
     "lessons.next": {"en": "Next lesson →", "ko": "다음 레슨 →"},
     "lessons.handout": {"en": "Handout (PDF)", "ko": "유인물 (PDF)"},
     "lessons.handout_help": {"en": "This lesson's text, figures and question; the answer on the last page. Made when clicked (a few seconds).",
-                             "ko": "이 레슨의 글, 그림, 질문이 담기고 정답은 마지막 쪽에 있습니다. 누를 때 만듭니다 (몇 초)."},
+                             "ko": "이 레슨의 글, 그림, 질문을 담고 정답은 마지막 쪽에 둡니다. 누르면 그때 만듭니다 (몇 초 걸립니다)."},
     "lessons.handout_unavailable": {"en": "The handout needs chromium: {reason}", "ko": "유인물을 만들려면 chromium이 필요합니다: {reason}"},
     "lessons.sentence_line": {"en": "Sentences: {text}", "ko": "문장: {text}"},
     "lessons.answers_page": {"en": "Answers", "ko": "정답"},
@@ -1448,16 +1446,18 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "모델은 글자나 단어를 직접 읽지 않고 **토큰**을 읽습니다. 토큰마다 어휘 사전의 번호(id)가 있습니다. seed 모델은 글을 문자 단위로 자르고 문장 끝에 `</s>`를 붙입니다. 여러 문장을 한 번에 처리하려면 하나의 텐서로 쌓아야 하므로, 짧은 문장은 가장 긴 문장의 길이까지 **패딩**으로 채웁니다. 패딩은 자리만 채울 뿐이며, 뒤에서 패딩 마스크가 어떤 쿼리도 패딩을 보지 않게 합니다."},
     "lesson.1.ask": {"en": "In the padded batch, how many pad positions does sentence {s} (“{text}”) get?",
                      "ko": "패딩된 배치에서 문장 {s} (“{text}”)에는 패딩 자리가 몇 개 생길까요?"},
-    "lesson.1.why": {"en": "The batch is {t} positions wide (the longest sentence, its end token included); sentence {s} has {n} tokens, so {p} positions are padding.",
-                     "ko": "배치의 폭은 {t}자리입니다 (가장 긴 문장, 끝 토큰 포함). 문장 {s}의 토큰은 {n}개이므로 {p}자리가 패딩입니다."},
+    "lesson.1.why": {"en": "The batch is {t} positions wide (the longest sentence's length, its end token included); sentence {s} has {n} tokens, so {p} positions are padding.",
+                     "ko": "배치의 길이는 {t}자리입니다 (가장 긴 문장의 길이, 끝 토큰 포함). 문장 {s}의 토큰은 {n}개이므로 {p}자리가 패딩입니다."},
     "lesson.2.title": {"en": "Embedding × √d_model and the sinusoidal encoding", "ko": "임베딩 × √d_model과 사인파 위치 인코딩"},
     "lesson.2.text": {
-        "en": "Each token id becomes a vector of d_model numbers (its **embedding**), multiplied by √d_model so that it is not drowned by what comes next. Attention itself has no idea of order, so a **positional encoding** is added: for position k and dimension pair i, sin(k / n^(2i/d_model)) and cos(k / n^(2i/d_model)). The first dimensions wave fast, the last ones slowly, so every position gets its own pattern and nearby positions get similar ones. At the end: tutorial 002's example (d_model 4, n = 100 against n = 10000), with its numbers.",
-        "ko": "토큰 id는 d_model개의 숫자로 된 벡터(**임베딩**)가 되고, 뒤에 더해지는 값에 묻히지 않도록 √d_model을 곱합니다. 어텐션 자체는 순서를 모르기 때문에 **위치 인코딩**을 더합니다. 위치 k와 차원 쌍 i에 대해 sin(k / n^(2i/d_model))과 cos(k / n^(2i/d_model))입니다. 앞쪽 차원은 빠르게, 뒤쪽 차원은 천천히 진동하므로 위치마다 고유한 무늬가 생기고 가까운 위치끼리는 비슷한 무늬를 갖습니다. 마지막은 튜토리얼 002의 예제(d_model 4, n = 100과 n = 10000 비교)와 그 숫자들입니다."},
-    "lesson.2.ask": {"en": "Of these positions (1 to {n}), which has the encoding most similar to position 0's (cosine similarity)?",
-                     "ko": "다음 위치(1~{n}) 중에서 위치 0의 인코딩과 가장 비슷한(코사인 유사도) 위치는 어디일까요?"},
-    "lesson.2.why": {"en": "Position {k}: cos = {cos}. The slow dimensions barely change between neighbours; the last position ({last}) is at cos = {cos_last}.",
-                     "ko": "위치 {k}: cos = {cos}. 느린 차원은 이웃한 위치 사이에서 거의 변하지 않습니다. 마지막 위치({last})는 cos = {cos_last}입니다."},
+        "en": "Each token id becomes a vector of d_model numbers (its **embedding**). The seed model, as in the paper, multiplies it by √d_model so that the positional encoding added next does not drown it (MiniLM and SmolLM2 do not scale it). Attention itself has no idea of order, so a **positional encoding** is added: for position k and dimension pair i, sin(k / n^(2i/d_model)) and cos(k / n^(2i/d_model)). The first dimensions wave fast, the last ones slowly, so every position gets its own pattern and nearby positions get similar ones. At the end: tutorial 002's example (d_model 4, n = 100 against n = 10000), with its numbers.",
+        "ko": "토큰 id는 d_model개의 숫자로 된 벡터(**임베딩**)가 됩니다. seed 모델은 논문처럼 여기에 √d_model을 곱해, 뒤에 더해지는 위치 인코딩에 임베딩이 묻히지 않게 합니다 (MiniLM과 SmolLM2는 곱하지 않습니다). 어텐션 자체는 순서를 모르기 때문에 **위치 인코딩**을 더합니다. 위치 k, 차원 쌍 i의 값은 sin(k / n^(2i/d_model))과 cos(k / n^(2i/d_model))입니다. 앞쪽 차원은 빠르게, 뒤쪽 차원은 천천히 진동하므로 위치마다 고유한 무늬가 생기고 가까운 위치끼리는 비슷한 무늬를 갖습니다. 마지막은 튜토리얼 002의 예제(d_model 4, n = 100과 n = 10000 비교)와 그 숫자들입니다."},
+    "lesson.2.ask": {
+        "en": "Which position (1 to {n}) has the encoding most similar to position 0's, by cosine similarity?",
+        "ko": "위치 1~{n} 가운데 위치 0의 인코딩과 가장 비슷한(코사인 유사도 기준) 위치는 어디일까요?"},
+    "lesson.2.why": {
+        "en": "Position {k}: cos = {cos}. The slow dimensions barely change between neighbours; the last position ({last}) is at cos = {cos_last}. This model's base is n = {base} (the paper's: 10000).",
+        "ko": "위치 {k}: cos = {cos}. 느린 차원은 이웃한 위치 사이에서 거의 변하지 않습니다. 마지막 위치({last})는 cos = {cos_last}입니다. 이 모델의 밑은 n = {base}입니다 (논문은 10000)."},
     "lesson.3.title": {"en": "Query, key, value and the head split", "ko": "쿼리, 키, 밸류와 헤드 나누기"},
     "lesson.3.text": {
         "en": "Three learned matrices turn every token's vector into a **query** (what it looks for), a **key** (what it offers) and a **value** (what it passes on): Q = X·W_Q, K = X·W_K, V = X·W_V. Multi-head attention does not make h separate projections: it cuts the d_model columns of Q, K and V into h heads of d_k = d_model / h columns each, and every head attends on its own.",
@@ -1468,45 +1468,58 @@ WORDS: dict[str, dict[str, str]] = {
                      "ko": "{d} / {h} = {k}: 쿼리 훅의 모양은 {shape}입니다 (배치 × 헤드 × 위치 × d_k)."},
     "lesson.4.title": {"en": "Scores and the scaling by √d_k", "ko": "점수와 √d_k 스케일링"},
     "lesson.4.text": {
-        "en": "Each query is compared with every key by a dot product: the **scores** Q·Kᵀ, one row per query. A dot product of d_k numbers grows with d_k, and softmax of large numbers puts almost all the weight on one key, where gradients vanish. So the scores are divided by √d_k. The last figure is a what-if: the same run with the scaling switched off.",
-        "ko": "각 쿼리는 모든 키와 내적으로 비교됩니다. 이것이 **점수** Q·Kᵀ이며 쿼리마다 한 행입니다. d_k개 숫자의 내적은 d_k가 클수록 커지고, 큰 값에 소프트맥스를 하면 거의 모든 가중치가 한 키에 몰려 기울기가 사라집니다. 그래서 점수를 √d_k로 나눕니다 (스케일링). 마지막 그림은 '만약에'입니다: 스케일링을 끈 같은 실행입니다."},
-    "lesson.4.ask": {"en": "Without ÷√d_k, what happens to the largest weight in row {q}?",
-                     "ko": "√d_k로 나누지 않으면 {q}행의 가장 큰 가중치는 어떻게 될까요?"},
-    "lesson.4.larger": {"en": "it gets larger", "ko": "커진다"},
-    "lesson.4.smaller": {"en": "it gets smaller", "ko": "작아진다"},
-    "lesson.4.same": {"en": "it stays the same", "ko": "그대로다"},
-    "lesson.4.why": {"en": "Scaled: {a}; not scaled: {b}. The scores are √d_k = {s} times larger without the scaling, so softmax is sharper.",
-                     "ko": "스케일링 있음: {a}, 없음: {b}. 스케일링이 없으면 점수가 √d_k = {s}배 커져 소프트맥스가 더 뾰족해집니다."},
+        "en": "Each query is compared with every key by a dot product: the **scores** Q·Kᵀ, one row per query. The dot product of two vectors of d_k numbers spreads wider as d_k grows (for random numbers of variance 1, its variance is d_k), and softmax of widely spread scores puts almost all the weight on one key, where gradients vanish. So the scores are divided by √d_k. The last figure is a what-if: the same sentence with the scaling switched off in every layer.",
+        "ko": "각 쿼리는 모든 키와 내적으로 비교됩니다. 이것이 **점수** Q·Kᵀ이며 쿼리마다 한 행입니다. d_k개 숫자로 된 두 벡터의 내적은 d_k가 클수록 넓게 퍼지고 (분산이 1인 무작위 숫자라면 내적의 분산은 d_k입니다), 넓게 퍼진 점수에 소프트맥스를 하면 거의 모든 가중치가 한 키에 몰려 기울기가 사라집니다. 그래서 점수를 √d_k로 나눕니다 (스케일링). 마지막 그림은 바꿔 보기입니다: 같은 문장을 모든 레이어에서 스케일링 없이 실행한 결과입니다."},
+    "lesson.4.ask": {
+        "en": "Layer {l}, head {h}: without ÷√d_k, what happens to the largest weight in row {q}?",
+        "ko": "레이어 {l}, 헤드 {h}: √d_k로 나누지 않으면 {q}행의 가장 큰 가중치는 어떻게 될까요?"},
+    "lesson.4.larger": {
+        "en": "it gets larger",
+        "ko": "커집니다"},
+    "lesson.4.smaller": {
+        "en": "it gets smaller",
+        "ko": "작아집니다"},
+    "lesson.4.same": {
+        "en": "it stays the same",
+        "ko": "그대로입니다"},
+    "lesson.4.why": {
+        "en": "Scaled: {a}; not scaled: {b}. Without ÷√d_k the spread of row {q}'s scores (largest − smallest) is {r} times wider. √d_k = {s}, but the spread grows by exactly that only where a layer's input is unchanged (encoder layer 0): every layer ran unscaled, so later layers read other inputs. A wider spread makes softmax sharper.",
+        "ko": "스케일링 있음: {a}, 없음: {b}. √d_k로 나누지 않으면 {q}행 점수의 폭(최댓값 − 최솟값)이 {r}배가 됩니다. √d_k = {s}이지만, 폭이 정확히 그만큼 커지는 것은 입력이 그대로인 레이어(인코더 레이어 0)뿐입니다. 모든 레이어에서 스케일링을 껐으므로 그 뒤 레이어는 다른 입력을 읽습니다. 점수의 폭이 넓을수록 소프트맥스가 뾰족해집니다."},
     "lesson.5.title": {"en": "The padding mask and the subsequent (causal) mask", "ko": "패딩 마스크와 서브시퀀트(인과) 마스크"},
     "lesson.5.text": {
-        "en": "Two masks decide which keys a query may not see. The **padding mask** hides the pad positions of a shorter sentence. In the decoder, the **subsequent (causal) mask** also hides every later position, so that a position cannot peek at the token it must predict. A hidden score becomes −∞ (the tutorials use −1e9), and e^−∞ = 0: its weight is exactly 0. The last figure: the same run without the causal mask.",
-        "ko": "두 마스크가 쿼리가 보면 안 되는 키를 정합니다. **패딩 마스크**는 짧은 문장의 패딩 자리를 가립니다. 디코더에서는 **서브시퀀트(인과) 마스크**가 뒤쪽 위치를 모두 가려, 예측해야 할 토큰을 미리 보지 못하게 합니다. 가려진 점수는 −∞가 되고 (튜토리얼은 −1e9를 씁니다) e^−∞ = 0이므로 그 가중치는 정확히 0입니다. 마지막 그림: 인과 마스크가 없는 같은 실행입니다."},
+        "en": "Two masks decide which keys a query may not see. The **padding mask** hides the pad positions of a shorter sentence; it is the only mask of the encoder's self-attention and of cross-attention. In the decoder's self-attention the **subsequent (causal) mask** also hides every later position, so that a position cannot peek at the token it must predict: there the mask is padding ∧ causal. A hidden score becomes −∞, and e^−∞ = 0: its weight is exactly 0 (tutorials 000 and 003 fill in −1e9 and −1e10, which in float32 give weights of exactly 0 too; tutorial 004 uses −∞ like the app). The last figure is a what-if: the same sentences run without the causal mask (which can also change what the decoder writes).",
+        "ko": "쿼리가 보면 안 되는 키는 두 마스크로 정합니다. **패딩 마스크**는 짧은 문장의 패딩 자리를 가리며, 인코더 셀프 어텐션과 크로스 어텐션에는 이 마스크만 쓰입니다. 디코더 셀프 어텐션에서는 **서브시퀀트(인과) 마스크**가 뒤쪽 위치도 모두 가려, 예측해야 할 토큰을 미리 보지 못하게 합니다. 그래서 디코더 셀프 어텐션의 마스크는 패딩 ∧ 인과입니다. 가려진 점수는 −∞가 되고 e^−∞ = 0이므로 그 가중치는 정확히 0입니다 (튜토리얼 000과 003은 −1e9와 −1e10을 채우는데, 32비트 부동소수점에서는 이때도 가중치가 정확히 0이 됩니다. 튜토리얼 004는 앱처럼 −∞를 씁니다). 마지막 그림은 바꿔 보기입니다: 같은 문장을 인과 마스크 없이 실행한 결과입니다 (디코더가 쓰는 글도 달라질 수 있습니다)."},
     "lesson.5.ask": {"en": "Decoder self-attention, sentence {s}, row {q}: how many of its {t} weights are exactly 0?",
                      "ko": "디코더 셀프 어텐션, 문장 {s}의 {q}행: {t}개의 가중치 중 정확히 0인 것은 몇 개일까요?"},
-    "lesson.5.why": {"en": "{z} of {t} are 0. The causal mask hides the {c} keys after position {q}; the padding mask hides the {p} pad keys (some of them are later positions too).",
-                     "ko": "{t}개 중 {z}개가 0입니다. 인과 마스크는 위치 {q} 뒤의 키 {c}개를, 패딩 마스크는 패딩 키 {p}개를 가립니다 (일부는 뒤쪽 위치이기도 합니다)."},
+    "lesson.5.why": {
+        "en": "{z} of {t} are 0. The causal mask hides the {c} keys after position {q}; the {p} pad keys are among them, since padding comes after the last real token.",
+        "ko": "{t}개 중 {z}개가 0입니다. 인과 마스크가 위치 {q} 뒤의 키 {c}개를 가리고, 패딩 키 {p}개도 그 안에 있습니다. 패딩은 실제 마지막 토큰 뒤에 오기 때문입니다."},
     "lesson.6.title": {"en": "Softmax and the weighted sum of values", "ko": "소프트맥스와 밸류의 가중합"},
     "lesson.6.text": {
-        "en": "**Softmax** turns each row of scaled scores into weights that are positive and sum to 1. Each query's output is then the weighted sum of the value vectors: the keys with large weights pass on most of their value. This is the whole of attention: softmax(Q·Kᵀ/√d_k)·V.",
-        "ko": "**소프트맥스**는 스케일링된 점수의 각 행을 양수이면서 합이 1인 가중치로 바꿉니다. 각 쿼리의 출력은 밸류 벡터들의 가중합이며, 가중치가 큰 키가 자기 밸류를 가장 많이 전달합니다. 어텐션은 이것이 전부입니다: softmax(Q·Kᵀ/√d_k)·V."},
-    "lesson.6.ask": {"en": "Layer {l}, head {h}: which key will query {q} weigh most?",
-                     "ko": "레이어 {l}, 헤드 {h}: 쿼리 {q}는 어떤 키에 가장 큰 가중치를 줄까요?"},
-    "lesson.6.why": {"en": "A[{q}, {j}] = {w}, the largest in the row; the row sums to {sum}.",
-                     "ko": "A[{q}, {j}] = {w}로 그 행에서 가장 큽니다. 행의 합은 {sum}입니다."},
+        "en": "**Softmax** turns each row of scaled scores into weights between 0 and 1 that sum to 1. Each query's output is then the weighted sum of the value vectors: the keys with large weights pass on most of their value. This is the whole of attention: softmax(Q·Kᵀ/√d_k)·V.",
+        "ko": "**소프트맥스**는 스케일링된 점수의 각 행을 0과 1 사이이면서 합이 1인 가중치로 바꿉니다. 각 쿼리의 출력은 밸류 벡터들의 가중합이며, 가중치가 큰 키일수록 자기 밸류를 많이 전달합니다. 어텐션은 이것이 전부입니다: softmax(Q·Kᵀ/√d_k)·V."},
+    "lesson.6.ask": {
+        "en": "Layer {l}, head {h}: which key will query {q} weigh most?",
+        "ko": "레이어 {l}, 헤드 {h}: 쿼리 {q}의 행에서 가중치가 가장 큰 키는 무엇일까요?"},
+    "lesson.6.why": {
+        "en": "A[{q}, {j}] = {w}, the largest in the row; the row sums to {sum}.",
+        "ko": "A[{q}, {j}] = {w}: 그 행에서 가장 큰 값입니다. 행의 합은 {sum}입니다."},
     "lesson.7.title": {"en": "Many heads, and all of them at once", "ko": "여러 헤드, 그리고 모든 헤드 한눈에"},
     "lesson.7.text": {
-        "en": "Every head computes its own pattern, and the heads' outputs are concatenated and mixed by W_O. Heads specialise: some look at the previous or next token, some spread their attention widely. The overview shows every layer × head at once, with each head's **entropy** (how spread out its rows are) and mean attention distance.",
-        "ko": "헤드마다 자기 패턴을 계산하고, 헤드들의 출력은 이어 붙여(concat) W_O로 섞입니다. 헤드는 역할이 나뉩니다. 이전이나 다음 토큰을 보는 헤드도 있고, 넓게 퍼져서 보는 헤드도 있습니다. 개요 그림은 모든 레이어 × 헤드를 한 번에 보여 주며, 헤드마다 **엔트로피**(행이 얼마나 퍼져 있는지)와 평균 어텐션 거리를 함께 보여 줍니다."},
+        "en": "Every head computes its own pattern, and the heads' outputs are concatenated and mixed by W_O. Heads can specialise: some look at the previous or the next token, some spread their attention widely. The overview shows every layer × head at once, with each head's **entropy** (how spread out its rows are) and mean attention distance.",
+        "ko": "헤드마다 자기 패턴을 계산하고, 헤드들의 출력을 이어 붙인 뒤 W_O로 섞습니다. 헤드는 역할이 나뉠 수 있습니다. 이전이나 다음 토큰을 보는 헤드도 있고, 넓게 퍼져서 보는 헤드도 있습니다. 개요 그림은 모든 레이어 × 헤드를 한 번에 보여 주며, 헤드마다 **엔트로피**(행이 얼마나 퍼져 있는지)와 평균 어텐션 거리를 함께 보여 줍니다."},
     "lesson.7.ask": {"en": "Which head of layer {l} spreads its attention most (the highest mean entropy over the real queries)?",
                      "ko": "레이어 {l}에서 어텐션을 가장 넓게 퍼뜨리는 헤드(실제 쿼리들의 평균 엔트로피가 가장 큰 헤드)는 무엇일까요?"},
-    "lesson.7.why": {"en": "H{h}: {e} nats, the highest (mean over {n} queries). All heads: {all}.",
-                     "ko": "H{h}: {e} nats로 가장 큽니다 (쿼리 {n}개의 평균). 모든 헤드: {all}."},
+    "lesson.7.why": {
+        "en": "H{h}: {e} nats, the highest (mean over {n} queries). All heads: {all}.",
+        "ko": "H{h}: {e}내트로 가장 큽니다 (쿼리 {n}개의 평균). 모든 헤드: {all}."},
     "lesson.8.title": {"en": "The whole block: feed-forward, residual, LayerNorm", "ko": "블록 전체: 피드포워드, 잔차 연결, 레이어 정규화"},
     "lesson.8.text": {
-        "en": "Attention is one sublayer of a block. The second is a position-wise **feed-forward** network: two linear layers with a ReLU between them, applied to each token on its own. Around each sublayer, a **residual** connection adds the input back (x + sublayer(x)) and **LayerNorm** normalises the sum. Shapes stay (batch, positions, d_model) from the block's input to its output, so blocks stack.",
-        "ko": "어텐션은 블록의 한 서브레이어입니다. 두 번째 서브레이어는 위치별 **피드포워드** 네트워크로, 두 선형 층 사이에 ReLU가 있으며 토큰마다 따로 적용됩니다. 각 서브레이어 주위에서 **잔차 연결**이 입력을 다시 더하고 (x + sublayer(x)) **레이어 정규화**(LayerNorm)가 그 합을 정규화합니다. 블록의 입력부터 출력까지 모양이 (배치, 위치, d_model)로 유지되므로 블록을 쌓을 수 있습니다."},
-    "lesson.8.ask": {"en": "In layer {l}'s feed-forward, what share of token 0's {d} hidden values does ReLU set to exactly 0?",
-                     "ko": "레이어 {l}의 피드포워드에서 토큰 0의 은닉값 {d}개 중 ReLU가 정확히 0으로 만드는 비율은 얼마일까요?"},
+        "en": "Attention is one sublayer of a block. The second is a position-wise **feed-forward** network: two linear layers with a ReLU between them, applied to each token on its own. Around each sublayer, a **residual** connection adds the input back (x + sublayer(x)) and **LayerNorm** normalises the sum. Shapes stay (batch, positions, d_model) from the block's input to its output, so blocks stack. This is the seed model's block, as in the paper; BERT models such as MiniLM use GELU instead of ReLU, and Llama models such as SmolLM2 normalise before each sublayer (RMSNorm) and use a gated feed-forward (SwiGLU).",
+        "ko": "어텐션은 블록의 한 서브레이어입니다. 두 번째 서브레이어는 위치별 **피드포워드** 네트워크로, 두 선형 레이어 사이에 ReLU가 있으며 토큰마다 따로 적용됩니다. 각 서브레이어 주위에서 **잔차 연결**이 입력을 다시 더하고 (x + sublayer(x)) **레이어 정규화**(LayerNorm)가 그 합을 정규화합니다. 블록의 입력부터 출력까지 모양이 (배치, 위치, d_model)로 유지되므로 블록을 쌓을 수 있습니다. 이것은 논문과 같은 seed 모델의 블록입니다. MiniLM 같은 BERT 모델은 ReLU 대신 GELU를 쓰고, SmolLM2 같은 Llama 모델은 각 서브레이어 앞에서 정규화하며(RMSNorm) 게이트가 있는 피드포워드(SwiGLU)를 씁니다."},
+    "lesson.8.ask": {
+        "en": "In encoder layer {l}'s feed-forward, what share of token 0's {d} hidden values does ReLU set to exactly 0?",
+        "ko": "인코더 레이어 {l}의 피드포워드에서 토큰 0의 은닉값 {d}개 중 ReLU가 정확히 0으로 만드는 비율은 얼마일까요?"},
     "lesson.8.bin0": {"en": "less than a quarter", "ko": "4분의 1 미만"},
     "lesson.8.bin1": {"en": "a quarter to a half", "ko": "4분의 1 ~ 2분의 1"},
     "lesson.8.bin2": {"en": "a half to three quarters", "ko": "2분의 1 ~ 4분의 3"},
@@ -1515,8 +1528,8 @@ WORDS: dict[str, dict[str, str]] = {
                      "ko": "{d}개 중 {z}개({pct}%)가 0입니다. ReLU는 음수를 모두 0으로 만듭니다."},
     "lesson.9.title": {"en": "Encoder–decoder and cross-attention", "ko": "인코더–디코더와 크로스 어텐션"},
     "lesson.9.text": {
-        "en": "In the encoder–decoder, the decoder's queries also attend to the encoder's output: **cross-attention**, with queries from the decoder and keys and values from the encoder. The seed model was trained to reverse its input, so when it writes its first character it should read the input's last one: the pattern is an anti-diagonal. The sort model writes the distinct letters in alphabetical order, so its cross-attention jumps to wherever the next letter is.",
-        "ko": "인코더–디코더에서는 디코더의 쿼리가 인코더의 출력에도 어텐션합니다. 이것이 **크로스 어텐션**으로, 쿼리는 디코더에서, 키와 밸류는 인코더에서 옵니다. seed 모델은 입력을 뒤집도록 학습되었으므로 첫 글자를 쓸 때 입력의 마지막 글자를 읽어야 합니다. 그래서 패턴이 반대 대각선이 됩니다. 정렬 모델은 서로 다른 글자를 알파벳 순서로 쓰므로, 크로스 어텐션이 다음 글자가 있는 곳으로 건너뜁니다."},
+        "en": "In the encoder–decoder, the decoder's queries also attend to the encoder's output: **cross-attention**, with queries from the decoder and keys and values from the encoder. The seed model was trained to reverse its input, so to write its first character it must read the input's last one (before </s>): the pattern should be an anti-diagonal. The sort model writes the input's distinct letters in alphabetical order, so its cross-attention jumps to wherever the next letter is.",
+        "ko": "인코더–디코더에서는 디코더의 쿼리가 인코더의 출력에도 어텐션합니다. 이것이 **크로스 어텐션**으로, 쿼리는 디코더에서, 키와 밸류는 인코더에서 옵니다. seed 모델은 입력을 뒤집도록 학습되었으므로 첫 글자를 쓰려면 입력의 마지막 글자(</s> 앞)를 읽어야 합니다. 그래서 패턴은 반대각선이 될 것입니다. 정렬 모델은 입력의 서로 다른 글자를 알파벳 순서로 쓰므로, 크로스 어텐션이 다음 글자가 있는 곳으로 건너뜁니다."},
     "lesson.9.sort": {"en": "The sort model (seed-sort) on the same sentence: its cross-attention follows the letters' alphabetical order, not their positions.",
                       "ko": "같은 문장에 대한 정렬 모델(seed-sort): 크로스 어텐션이 위치가 아니라 글자의 알파벳 순서를 따라갑니다."},
     "lesson.9.ask": {"en": "Cross-attention, layer {l}, head {h}: when the decoder writes its first character (row 0, <s>), which input token will it weigh most?",
@@ -1526,21 +1539,25 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.10.title": {"en": "Decoding step by step, with the cache", "ko": "한 단계씩 디코딩하기와 캐시"},
     "lesson.10.text": {
         "en": "At inference the decoder writes one token at a time: it reads what it has written so far, chooses the most likely next token (greedy decoding), appends it and runs again. The keys and values of earlier positions never change, so they are kept in a **key/value cache** and each step computes only the new row. In training, by contrast, teacher forcing runs every position at once behind the causal mask.",
-        "ko": "추론할 때 디코더는 한 번에 토큰 하나를 씁니다. 지금까지 쓴 것을 읽고 가장 가능성 높은 다음 토큰을 골라(탐욕적 디코딩) 덧붙인 뒤 다시 실행합니다. 앞 위치의 키와 밸류는 변하지 않으므로 **키/밸류 캐시**에 보관하고, 각 단계는 새 행만 계산합니다. 반면 학습할 때는 교사 강요(teacher forcing)로 인과 마스크 아래에서 모든 위치를 한 번에 계산합니다."},
-    "lesson.10.ask": {"en": "Step {k}: the decoder has written “{text}”. What will it write next?",
-                      "ko": "단계 {k}: 디코더가 지금까지 “{text}”를 썼습니다. 다음에는 무엇을 쓸까요?"},
-    "lesson.10.why": {"en": "“{tok}”, with probability {p}; this step's query reads {n} cached keys. The whole output: “{out}”.",
-                      "ko": "“{tok}”, 확률 {p}입니다. 이 단계의 쿼리는 캐시된 키 {n}개를 읽습니다. 전체 출력: “{out}”."},
+        "ko": "추론할 때 디코더는 한 번에 토큰 하나를 씁니다. 지금까지 쓴 것을 읽고 가장 가능성 높은 다음 토큰을 골라(탐욕적 디코딩) 덧붙인 뒤 다시 실행합니다. 앞 위치의 키와 밸류는 변하지 않으므로 **키/밸류 캐시**에 보관하고, 각 단계는 새 행만 계산합니다. 반면 학습할 때는 티처 포싱으로 인과 마스크 아래에서 모든 위치를 한 번에 계산합니다."},
+    "lesson.10.ask": {
+        "en": "Step {k}: the decoder has written “{text}”. What will it write next?",
+        "ko": "단계 {k}: 디코더가 지금까지 쓴 글은 “{text}”입니다. 다음에는 무엇을 쓸까요?"},
+    "lesson.10.why": {
+        "en": "“{tok}”, with probability {p}. This step's self-attention query (position {q}) reads {n} keys: the {c} kept in the cache and its own. The whole output: “{out}”.",
+        "ko": "“{tok}”, 확률 {p}입니다. 이 단계의 셀프 어텐션 쿼리(위치 {q})는 키 {n}개를 읽습니다: 캐시에 보관된 {c}개와 자기 자신의 키입니다. 전체 출력: “{out}”."},
     "lesson.11.title": {"en": "From 2017 to today: learned and rotary positions, grouped-query attention", "ko": "2017년부터 지금까지: 학습된 위치, 회전 위치, 그룹 쿼리 어텐션"},
     "lesson.11.text": {
-        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so a score depends on the distance between two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**.",
-        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수가 두 토큰 사이의 거리에 따라 달라집니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**."},
+        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding (as tutorial 003's code does) instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so position enters a score only through the distance between the two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**.",
+        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 튜토리얼 003의 코드처럼 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수에는 위치가 두 토큰 사이의 거리로만 반영됩니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**."},
     "lesson.11.minilm": {"en": "MiniLM (a BERT encoder): learned position embeddings.", "ko": "MiniLM (BERT 인코더): 학습된 위치 임베딩."},
     "lesson.11.smollm2": {"en": "SmolLM2 (a Llama decoder): rotary positions and grouped-query attention.", "ko": "SmolLM2 (Llama 디코더): 회전 위치 인코딩과 그룹 쿼리 어텐션."},
-    "lesson.11.ask": {"en": "SmolLM2 has {n} query heads but only {kv} key/value heads. Which key/value head does query head {h} read?",
-                      "ko": "SmolLM2는 쿼리 헤드가 {n}개인데 키/밸류 헤드는 {kv}개뿐입니다. 쿼리 헤드 {h}는 어느 키/밸류 헤드를 읽을까요?"},
-    "lesson.11.why": {"en": "K/V head {g}: {n} query heads / {kv} K/V heads = {group} query heads per K/V head, so heads {heads} share it (their keys are identical in the run).",
-                      "ko": "K/V 헤드 {g}입니다. 쿼리 헤드 {n}개 / K/V 헤드 {kv}개 = K/V 헤드마다 쿼리 헤드 {group}개이므로, 헤드 {heads}가 이를 함께 씁니다 (실행에서 이들의 키는 똑같습니다)."},
+    "lesson.11.ask": {
+        "en": "SmolLM2 has {n} query heads but only {kv} key/value heads. Which key/value head does query head {h} read?",
+        "ko": "SmolLM2에는 쿼리 헤드가 {n}개 있지만 키/밸류 헤드는 {kv}개뿐입니다. 쿼리 헤드 {h}번은 어느 키/밸류 헤드를 읽을까요?"},
+    "lesson.11.why": {
+        "en": "K/V head {g}: {n} query heads / {kv} K/V heads = {group} query heads per K/V head, so heads {heads} share it (their keys are identical in the run).",
+        "ko": "K/V 헤드 {g}입니다. 쿼리 헤드 {n}개 / K/V 헤드 {kv}개 = K/V 헤드마다 쿼리 헤드 {group}개이므로, 헤드 {heads} 모두 이 K/V 헤드를 함께 씁니다 (실행에서 이들의 키는 똑같습니다)."},
 }
 
 

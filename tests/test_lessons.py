@@ -334,3 +334,29 @@ def test_the_exporter_writes_a_korean_handout(tmp_path, chromium, models):
     assert i18n.t("lessons.answers_page", "ko") in pages[-1]
     with pytest.raises(SystemExit):
         main(["--lesson", "12", "--out", str(tmp_path / "x.pdf")])
+
+
+def test_the_reveals_numbers_are_the_runs(models):
+    """The numbers a reveal states beyond the answer come from the run's own tensors: lesson 2's base n
+    (the seed's is not the paper's 10000), lesson 4's growth of the row's score spread without ÷√d_k
+    (every layer runs unscaled, so at layer 1 it is not exactly √d_k), lesson 10's keys read."""
+    q2 = catalog.lesson(2).ask(lesson_runs(catalog.lesson(2), list(catalog.lesson(2).texts), models), "en")
+    assert f"n = {models('seed').info.positional_base:g} " in q2.why
+
+    texts = list(catalog.lesson(4).texts)
+    q4 = catalog.lesson(4).ask(lesson_runs(catalog.lesson(4), texts, models), "en")
+    m = models("seed")
+    _, c = m.run_with_cache(texts)
+    _, e = m.run_with_cache(texts, edits="no_scale")
+    row = min(3, len(c.tokens[0]) - 1)
+    name = "encoder.blocks.1.self_attn.hook_scores"
+    spread = float(np.ptp(e[name][0, 0, row].double().numpy()) / np.ptp(c[name][0, 0, row].double().numpy()))
+    assert f"is {spread:.2f} times wider" in q4.why
+
+    lesson = catalog.lesson(10)
+    runs = lesson_runs(lesson, list(lesson.texts), models)
+    q10 = lesson.ask(runs, "en")
+    tr = runs[1].run.trace
+    k = catalog.decoding_step(tr)
+    keys = int(np.sum(tr.self_allowed[int(tr.query[k])]))  # the keys the hooks let this step's query read
+    assert f"reads {keys} keys: the {keys - 1} kept in the cache" in q10.why

@@ -133,9 +133,10 @@ def ask_position(pr: PartRun, lang: str) -> Question:
     sims = unit[1:] @ unit[0]  # positions 1..n-1
     best = int(np.argmax(sims)) + 1
     offered = sorted({k for k in (1, 2, 4, n // 2, n - 1) if 1 <= k < n} | {best})
+    base = getattr(pr.info, "positional_base", None) or 10000.0
     return Question("choice", i18n.t("lesson.2.ask", lang, n=n - 1), [str(k) for k in offered], offered.index(best),
                     i18n.t("lesson.2.why", lang, k=best, cos=f"{sims[best - 1]:.3f}",
-                           last=n - 1, cos_last=f"{sims[-1]:.3f}"))
+                           last=n - 1, cos_last=f"{sims[-1]:.3f}", base=f"{float(base):g}"))
 
 
 def ask_head_size(pr: PartRun, lang: str) -> Question:
@@ -158,8 +159,16 @@ def ask_scaling(pr: PartRun, lang: str) -> Question:
     answer = 2 if abs(diff) < 1e-6 else (0 if diff > 0 else 1)
     choices = [i18n.t("lesson.4.larger", lang), i18n.t("lesson.4.smaller", lang), i18n.t("lesson.4.same", lang)]
     d_k = int(pr.run[f"{prefix(pr.part.block, pr.part.layer)}.hook_q"].shape[-1])
-    return Question("choice", i18n.t("lesson.4.ask", lang, q=q), choices, answer,
-                    i18n.t("lesson.4.why", lang, a=f"{a.max():.3f}", b=f"{b.max():.3f}", s=f"{np.sqrt(d_k):.2f}"))
+    # every layer runs without ÷√d_k in the what-if, so from layer 1 on the scores' input changes too:
+    # the spread of the row's scores (largest − smallest) grows about, not exactly, √d_k times
+    scores = f"{prefix(pr.part.block, pr.part.layer)}.hook_scores"
+    s = _sentence(pr)
+    sa = np.asarray(pr.run[scores][s, pr.part.head, q, :n_k], dtype=np.float64)
+    sb = np.asarray(pr.edited[scores][s, pr.part.head, q, :n_k], dtype=np.float64)
+    spread = float(np.ptp(sb) / np.ptp(sa)) if np.ptp(sa) > 0 else float("nan")
+    return Question("choice", i18n.t("lesson.4.ask", lang, q=q, l=pr.part.layer, h=pr.part.head), choices, answer,
+                    i18n.t("lesson.4.why", lang, a=f"{a.max():.3f}", b=f"{b.max():.3f}", s=f"{np.sqrt(d_k):.2f}",
+                           r=f"{spread:.2f}", q=q))
 
 
 def ask_masked(pr: PartRun, lang: str) -> Question:
@@ -255,7 +264,8 @@ def ask_next(pr: PartRun, lang: str) -> Question:
     return Question("choice", i18n.t("lesson.10.ask", lang, k=k, text=style.plain_text(so_far or "∅", 60)),
                     [style.plain_text(style.visible(c)) for c in order], order.index(chosen),
                     i18n.t("lesson.10.why", lang, tok=style.plain_text(style.visible(chosen)),
-                           p=f"{float(tr.chosen_probs[k]):.3f}", n=q + 1, out=style.plain_text(tr.generated, 60)))
+                           p=f"{float(tr.chosen_probs[k]):.3f}", n=q + 1, c=q, q=q,
+                           out=style.plain_text(tr.generated, 60)))
 
 
 GQA_QUERY_HEAD = 5

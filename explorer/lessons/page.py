@@ -256,7 +256,7 @@ def render() -> None:
     n = int(st.session_state.get(N_KEY) or 1)
     lesson = catalog.lesson(n)
     st.title(t("lessons.title"))
-    st.caption(t("lessons.tagline"))
+    st.caption(t("lessons.tagline", n=len(catalog.LESSONS)))
     for key, args in messages:
         st.warning(t(key, **args), icon="⚠️")
     st.header(t("lessons.heading", n=n, title=t(lesson.title)), divider="gray")

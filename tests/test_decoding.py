@@ -22,7 +22,11 @@ from model import fetch
 from model.attention import KVCache
 from model.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, decode_chars
 
-TOL = 1e-5  # absolute for weights (≤ 1); for other tensors, relative to the tensor's largest entry
+# absolute for weights (≤ 1); for other tensors, relative to the tensor's largest entry. float32
+# rounding alone differs between batch shapes (matmul blocking): up to 1.4e-5 of the largest entry
+# measured on the shipped reverse weights (a padded batch against each sentence alone); a wrong
+# position, cache row or mask is off by 1e-2 or more.
+TOL = 5e-5
 KEY_LAST = ("hook_scores", "hook_mask", "hook_masked_scores", "hook_pattern")  # (B, nh, q, k)
 KEYS = ("hook_k", "hook_v")  # (B, nh, k, hs)
 SEED_TEXTS = ["hello world", "안녕하세요, 어텐션!", "a", "attention is all you need"]
@@ -191,9 +195,9 @@ def test_seed_padded_batch_equals_each_sentence_alone(seed):
             for i in range(seed.info.n_decoder_layers):
                 a = f"decoder.blocks.{i}."
                 assert torch.allclose(batch.steps[t][a + "self_attn.hook_pattern"][b],
-                                      alone.steps[t][a + "self_attn.hook_pattern"][0], atol=1e-5)
+                                      alone.steps[t][a + "self_attn.hook_pattern"][0], atol=TOL)
                 cross = batch.steps[t][a + "cross_attn.hook_pattern"][b]
-                assert torch.allclose(cross[..., :S], alone.steps[t][a + "cross_attn.hook_pattern"][0], atol=1e-5)
+                assert torch.allclose(cross[..., :S], alone.steps[t][a + "cross_attn.hook_pattern"][0], atol=TOL)
                 assert (cross[..., S:] == 0).all()  # the source's pad keys
 
 

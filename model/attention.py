@@ -156,7 +156,10 @@ class Attention(nn.Module):
             empty = None
         else:
             held = inplace and self.hook_scores.name not in watched
-            masked = (scores.masked_fill_ if held else scores.masked_fill)(~mask, float("-inf"))
+            if held:  # nobody else sees the scores: fill them in place
+                masked = scores.masked_fill_(~mask, float("-inf"))
+            else:  # the scores are kept as they are: one pass into a new tensor
+                masked = torch.where(mask, scores, float("-inf"))
             masked = self.hook_masked_scores(masked)
             # a row with no allowed key (a pad query of a left-padded prompt, in generation) gives zeros, not NaN
             empty = ~mask.any(-1, keepdim=True)  # (B, 1, Tq, 1)

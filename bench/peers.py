@@ -195,19 +195,21 @@ def job_warm(job: dict) -> dict:
 
     torch.set_num_threads(job["threads"])
     side = _side(job)
-    variants = ["patterns", "all"] if job["side"] == "project" else ["attentions"]
+    variants = job.get("variants", ["patterns", "all"]) if job["side"] == "project" else ["attentions"]
     times: dict[str, list[float]] = {f"{n}/{v}": [] for n in job["texts"] for v in variants}
-    tokens = {}
+    cpu: dict[str, list[float]] = {k: [] for k in times}  # CPU seconds of this process: what a shared
+    tokens = {}  # machine's other work does not add to, unlike the wall clock
     for n, text in job["texts"].items():  # warm-up
         for v in variants:
             tokens[n] = side.n_tokens(side.forward(text, v))
     for i in range(job["reps"]):
         for n, text in job["texts"].items():
             for v in (variants if i % 2 == 0 else variants[::-1]):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 side.forward(text, v)
                 times[f"{n}/{v}"].append(time.perf_counter() - t0)
-    return {"times": times, "tokens": tokens}
+                cpu[f"{n}/{v}"].append(time.process_time() - c0)
+    return {"times": times, "cpu": cpu, "tokens": tokens}
 
 
 def _alternate(fns: dict, reps: int) -> dict[str, list[float]]:
@@ -406,7 +408,12 @@ def summarise(r: dict) -> dict:
         pat = med([t for x in w["project"] for t in x["times"][f"{n}/patterns"]])
         alls = med([t for x in w["project"] for t in x["times"][f"{n}/all"]])
         hf = med([t for x in w["transformers"] for t in x["times"][f"{n}/attentions"]])
+        cpu = {k: med([t for x in w[side] for t in x["cpu"][f"{n}/{v}"]])
+               for k, side, v in (("project", "project", "patterns"), ("project_all", "project", "all"),
+                                  ("transformers", "transformers", "attentions"))}
         s["forward_s"][n] = {"project": pat, "project_all": alls, "transformers": hf, "ratio": hf / pat,
+                             "cpu_s": cpu, "cpu_ratio": cpu["transformers"] / cpu["project"],
+                             "cpu_ratio_all": cpu["transformers"] / cpu["project_all"],
                              "ratio_all": hf / alls, "tokens": w["project"][0]["tokens"][n],
                              "tokens_transformers": w["transformers"][0]["tokens"][n]}
     if "hooks" in r:
@@ -468,6 +475,9 @@ def table(res: dict) -> str:
         for n, f in s["forward_s"].items():
             L.append(f"{f'warm forward, {n} tokens':<34}{f['project']:>10.4f} s{f['project_all']:>10.4f} s"
                      f"{f['transformers']:>10.4f} s   {_x(f['ratio'])}; {_x(f['ratio_all'])}")
+            c = f["cpu_s"]
+            L.append(f"{'  the same, CPU seconds':<34}{c['project']:>10.4f} s{c['project_all']:>10.4f} s"
+                     f"{c['transformers']:>10.4f} s   {_x(f['cpu_ratio'])}; {_x(f['cpu_ratio_all'])}")
         if "hooks" in s:
             h = s["hooks"]
             L.append(f"hook overhead at {HOOK_TOKENS} tokens (run_with_cache / plain forward): project "

@@ -5,7 +5,8 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --json bench/results/bench.json
     python -m bench --quick
     python -m bench --only hooks,stages     # sections: hooks, stages, decoding, export, concurrency
-    python -m bench --malloc default        # glibc's malloc defaults instead of the app's (explorer/memory.py)
+    python -m bench --malloc default        # glibc's malloc defaults instead of the app's (model/malloc.py)
+    python -m bench peers --threads 2 --check   # against transformers, TransformerLens, BertViz (bench/peers.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -351,6 +352,11 @@ def table(res: dict) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["peers"]:  # the project against transformers, TransformerLens, BertViz (bench/peers.py)
+        from .peers import main as peers_main
+
+        return peers_main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
@@ -371,7 +377,7 @@ def main(argv=None) -> int:
     p.add_argument("--p-sentence", type=float, default=0.2, help="workshop: share of actions that are a new sentence")
     p.add_argument("--workshop-model", default="seed", help="workshop: the model every learner opens (seed, smollm2, ...)")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
-                   help="glibc malloc settings for this process and the server: the app's (explorer/memory.py, "
+                   help="glibc malloc settings for this process and the server: the app's (model/malloc.py, applied by `import model`, "
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
@@ -398,12 +404,12 @@ def main(argv=None) -> int:
         configs, a.window, act = [(3, 0)], min(a.window, 10.0), (0.5, 1.0)
 
     if a.malloc == "app":
-        from explorer import memory
+        from model import malloc as model_malloc  # `import model` applies them; tune() says what it did
 
-        malloc = memory.tune()
+        malloc = model_malloc.tune()
     else:
         malloc = {"default": 1}
-        os.environ["ATTENTION_EXPLORER_MALLOC"] = "default"  # the server too
+        os.environ["ATTENTION_EXPLORER_MALLOC"] = "default"  # the server too; before `import model`
 
     import torch
 

@@ -1,0 +1,542 @@
+"""The project against its peers, measured side by side: ``python -m bench peers``.
+
+    python -m bench peers --threads 2 --check          # the full run (about 10-15 minutes, 2 cores)
+    python -m bench peers --quick --threads 1          # a short run (fewer repetitions, no SmolLM2 512-token HTML)
+    python -m bench peers --json bench/results/peers.json
+    python -m bench peers --malloc default             # the project side with glibc's malloc defaults
+
+The peers run in a throwaway virtual environment (``--venv``, default /tmp/peers-venv), made as
+scripts/make_parity_fixtures.py makes its own: ``--system-site-packages`` so the installed torch is
+reused (pinned by a constraints file, pip never replaces it), the pinned transformers and
+accelerate of that script, transformer-lens and bertviz. The project never depends on any of them.
+No hub download: transformers loads the same fetched files the project loads (the MiniLM folder,
+the SmolLM2 GGUF), and TransformerLens's ``TransformerBridge`` wraps that same loaded model
+(``boot_transformers(folder, hf_model=..., tokenizer=...)``: given the model it reads nothing from
+the hub; without ``hf_model`` it would fetch the config from the hub by name).
+
+What is measured (every case in a fresh subprocess, the project's and the peer's alternating,
+round after round, the order flipped every round; figures are medians over the rounds):
+  cold      process start -> import -> load -> first forward with attentions (a 16-token sentence)
+  load      the load alone (weights read, model built), in the same process
+  peak      the RSS high-water mark of that fresh process after it also ran the 512-token forward
+  forward   warm forward at 16/128/512 tokens, batch 1, tokenization included on both sides
+  hooks     TransformerLens: run_with_cache / its plain forward, against the project's
+            run_with_cache / run, on the same 128-token sentence
+  payload   BertViz's head_view HTML against the project's largest figure JSON (and the page's
+            whole payload for one selection), same sentences
+  parity    max |pattern difference| over every layer and head on the 512-token sentence (<= 2e-3)
+
+Like with like: transformers with ``output_attentions=True`` keeps one (heads x T x T) pattern
+per layer; the project is measured (a) keeping those patterns only (``run_with_cache(names=
+<every hook_pattern>)``) -- the floor -- and (b) keeping every hook (its default).
+Threads: ``--threads N`` sets torch.set_num_threads(N) and OMP/MKL_NUM_THREADS=N on both sides.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TRANSFORMER_LENS = "transformer-lens==4.3.0"
+BERTVIZ = "bertviz==1.4.1"
+PARITY_LIMIT = 2e-3
+HOOK_TOKENS = 128
+MODELS = ("minilm", "smollm2")
+RESULT = "PEERS-RESULT "
+
+
+def _parity_pins() -> tuple[str, str]:
+    """transformers and accelerate as pinned by scripts/make_parity_fixtures.py (one place)."""
+    spec = importlib.util.spec_from_file_location("_parity", ROOT / "scripts" / "make_parity_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.TRANSFORMERS, mod.ACCELERATE
+
+
+def pins() -> list[str]:
+    return [*_parity_pins(), TRANSFORMER_LENS, BERTVIZ]
+
+
+def ensure_venv(venv: Path) -> Path:
+    """The peers' virtual environment (made once, reused while its pins match)."""
+    import torch
+
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    wanted = pins()
+    check = ("import importlib.metadata as m; print(' '.join(f'{n}=={m.version(n)}' for n in "
+             f"{[p.split('==')[0] for p in wanted]!r}))")
+    has = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
+    if has.stdout.strip() != " ".join(wanted):
+        constraints = venv / "constraints.txt"  # pip must never replace the project's torch
+        constraints.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), *wanted], check=True)
+    return python
+
+
+# --- inside a fresh process ----------------------------------------------------------------------
+def _maxrss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
+
+
+class Project:
+    """The project's side: ``variant`` "patterns" keeps what transformers returns, "all" every hook."""
+
+    def __init__(self, name: str, variant: str = "patterns") -> None:
+        import model
+
+        self.m = model.load(name)
+        self.pattern_names = [h for h in self.m.hook_names if h.endswith("self_attn.hook_pattern")]
+        self.variant = variant
+
+    def forward(self, text: str, variant: str | None = None):
+        names = self.pattern_names if (variant or self.variant) == "patterns" else None
+        return self.m.run_with_cache([text], names=names)
+
+    def plain(self, text: str):
+        return self.m.run([text])
+
+    def patterns(self, result) -> "torch.Tensor":  # noqa: F821
+        import torch
+
+        _, cache = result
+        return torch.stack([cache[n][0] for n in self.pattern_names])  # (L, H, T, T)
+
+    def n_tokens(self, result) -> int:
+        return len(result[1].token_ids[0])
+
+
+class Transformers:
+    """transformers, eager attention, ``output_attentions=True``, from the same fetched files."""
+
+    def __init__(self, name: str, lm_head: bool = False) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, BertForMaskedLM, BertModel
+
+        from model import fetch
+
+        folder = fetch.model_dir(name)
+        if name == "minilm":
+            self.tok = AutoTokenizer.from_pretrained(folder)
+            cls = BertForMaskedLM if lm_head else BertModel
+            self.ref = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+            self.source = str(folder)
+        else:
+            self.tok = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE)
+            self.ref = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, dtype=torch.float32,
+                                                            attn_implementation="eager").eval()
+            self.source = str(folder)
+
+    def forward(self, text: str, variant: str | None = None):
+        import torch
+
+        with torch.inference_mode():
+            batch = self.tok([text], return_tensors="pt")
+            return self.ref(**batch, output_attentions=True)
+
+    def patterns(self, out) -> "torch.Tensor":  # noqa: F821
+        import torch
+
+        return torch.stack([a[0] for a in out.attentions])  # (L, H, T, T)
+
+    def n_tokens(self, out) -> int:
+        return int(out.attentions[0].shape[-1])
+
+
+def _side(job: dict):
+    if job["side"] == "project":
+        return Project(job["model"], job.get("variant", "patterns"))
+    return Transformers(job["model"])
+
+
+def job_cold(job: dict) -> dict:
+    """Import, load, first forward (16 tokens) -> the 512-token forward -> the RSS high-water mark."""
+    t_import = time.time()
+    import torch
+
+    torch.set_num_threads(job["threads"])
+    if job["side"] == "project":
+        import model  # noqa: F401
+    else:
+        import transformers  # noqa: F401
+    t_load = time.time()
+    side = _side(job)
+    t_loaded = time.time()
+    first = side.forward(job["texts"]["16"])
+    t_first = time.time()
+    n16 = side.n_tokens(first)
+    del first
+    out = side.forward(job["texts"]["512"])
+    peak = _maxrss_mb()
+    res = {"cold_s": t_first - job["t_spawn"], "import_s": t_load - t_import, "load_s": t_loaded - t_load,
+           "spawn_s": t_import - job["t_spawn"], "peak_mb": peak, "tokens": [n16, side.n_tokens(out)]}
+    if job.get("save"):
+        pat = side.patterns(out)
+        torch.save(pat.contiguous(), job["save"])
+    return res
+
+
+def job_warm(job: dict) -> dict:
+    """Warm forwards at every length, the project's two variants alternating within the process."""
+    import torch
+
+    torch.set_num_threads(job["threads"])
+    side = _side(job)
+    variants = job.get("variants", ["patterns", "all"]) if job["side"] == "project" else ["attentions"]
+    times: dict[str, list[float]] = {f"{n}/{v}": [] for n in job["texts"] for v in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in times}  # CPU seconds of this process: what a shared
+    tokens = {}  # machine's other work does not add to, unlike the wall clock
+    for n, text in job["texts"].items():  # warm-up
+        for v in variants:
+            tokens[n] = side.n_tokens(side.forward(text, v))
+    for i in range(job["reps"]):
+        for n, text in job["texts"].items():
+            for v in (variants if i % 2 == 0 else variants[::-1]):
+                c0, t0 = time.process_time(), time.perf_counter()
+                side.forward(text, v)
+                times[f"{n}/{v}"].append(time.perf_counter() - t0)
+                cpu[f"{n}/{v}"].append(time.process_time() - c0)
+    return {"times": times, "cpu": cpu, "tokens": tokens}
+
+
+def _alternate(fns: dict, reps: int) -> dict[str, list[float]]:
+    names = list(fns)
+    for f in fns.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in names}
+    for i in range(reps):
+        for k in (names if i % 2 == 0 else names[::-1]):
+            t0 = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def job_hooks(job: dict) -> dict:
+    """run_with_cache over the plain forward, alternating, on the 128-token sentence."""
+    import torch
+
+    torch.set_num_threads(job["threads"])
+    text = job["texts"][str(HOOK_TOKENS)]
+    if job["side"] == "project":
+        p = Project(job["model"], "all")
+        n_hooks = len(p.m.hook_names)
+        fns = {"plain": lambda: p.plain(text), "cached": lambda: p.forward(text, "all")}
+    else:
+        from transformer_lens.model_bridge import TransformerBridge
+
+        t = Transformers(job["model"], lm_head=True)
+        bridge = TransformerBridge.boot_transformers(t.source, hf_model=t.ref, tokenizer=t.tok, device="cpu")
+        ids = t.tok([text], return_tensors="pt")["input_ids"]
+
+        def plain():
+            with torch.inference_mode():
+                return bridge(ids)
+
+        def cached():
+            with torch.inference_mode():
+                return bridge.run_with_cache(ids)
+
+        n_hooks = len(cached()[1])
+        fns = {"plain": plain, "cached": cached}
+    times = _alternate(fns, job["reps"])
+    return {"times": times, "n_hooks": n_hooks}
+
+
+def job_payload(job: dict) -> dict:
+    """Bytes: BertViz's head_view HTML (peer) or the project's figures for one selection."""
+    out = {}
+    if job["side"] == "project":
+        sys.path.insert(0, str(ROOT))
+        from bench import models as mb
+        from explorer.views import stages
+
+        m = Project(job["model"]).m
+        for n, text in job["texts"].items():
+            run = stages.run_data(m, [text])
+            block = stages.blocks_for(m.info)[0]
+            sizes = mb.all_figures(run, m.info, stages.Selection(model=job["model"], sentence=0, layer=0,
+                                                                  head=0, block=block))
+            big = max(sizes, key=sizes.get)
+            out[n] = {"largest_bytes": sizes[big], "largest_stage": big, "page_bytes": sum(sizes.values())}
+    else:
+        from bertviz import head_view
+
+        t = Transformers(job["model"])
+        for n, text in job["texts"].items():
+            res = t.forward(text)
+            tokens = t.tok.convert_ids_to_tokens(t.tok([text])["input_ids"][0])
+            html = head_view(list(res.attentions), tokens, html_action="return")
+            data = html.data if hasattr(html, "data") else str(html)
+            out[n] = {"html_bytes": len(data.encode()), "cdn": "cdnjs" in data or "require.js" in data}
+            del res, html, data
+    return out
+
+
+JOBS = {"cold": job_cold, "warm": job_warm, "hooks": job_hooks, "payload": job_payload}
+
+
+def worker(raw: str) -> None:
+    job = json.loads(raw)
+    res = JOBS[job["kind"]](job)
+    print(RESULT + json.dumps(res), flush=True)
+
+
+# --- outside: the schedule -------------------------------------------------------------------------
+def run_job(job: dict, python: str, threads: int, env_extra: dict | None = None, timeout: float = 1800) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1",
+           **(env_extra or {})}
+    job = {**job, "threads": threads, "t_spawn": time.time()}
+    p = subprocess.run([python, "-m", "bench.peers", "--worker", json.dumps(job)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    for line in p.stdout.splitlines():
+        if line.startswith(RESULT):
+            return json.loads(line[len(RESULT):])
+    raise RuntimeError(f"{job['kind']} {job['side']} {job['model']} failed (exit {p.returncode}):\n"
+                       + (p.stderr or p.stdout)[-3000:])
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def texts_for(name: str, lengths: list[int]) -> dict[str, str]:
+    from bench import models as mb
+    import model
+
+    m = model.load(name)
+    return {str(n): mb.text_of(m, n) for n in lengths}
+
+
+def measure(a) -> dict:
+    import torch
+
+    python_peer = str(ensure_venv(a.venv))
+    python_project = sys.executable
+    project_env = {"ATTENTION_EXPLORER_MALLOC": "default"} if a.malloc == "default" else {}
+    rounds = 1 if a.quick else a.rounds
+    reps = 1 if a.quick else a.reps
+    res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "threads": a.threads,
+                          "rounds": rounds, "reps": reps, "cpus": os.cpu_count(), "quick": a.quick,
+                          "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()), "malloc": a.malloc,
+                          "torch": torch.__version__, "peers": pins()}, "models": {}}
+    tmp = Path(tempfile.mkdtemp(prefix="peers-"))
+    for name in a.models:
+        lengths = [16, 128, 512]
+        texts = texts_for(name, lengths)
+        r: dict = {"cold": {"project": [], "project_all": [], "transformers": []},
+                   "warm": {"project": [], "transformers": []}}
+        base = {"model": name, "texts": texts}
+
+        def proj(job, variant="patterns"):
+            return run_job({**job, "side": "project", "variant": variant}, python_project, a.threads, project_env)
+
+        def peer(job):
+            return run_job({**job, "side": "transformers"}, python_peer, a.threads)
+
+        print(f"[{name}] cold start, load, peak memory ({rounds} rounds)", file=sys.stderr, flush=True)
+        for i in range(rounds):
+            save = i == 0 and "parity" in a.only
+            order = [("project", lambda s: proj({**base, "kind": "cold", "save": s}, "patterns")),
+                     ("transformers", lambda s: peer({**base, "kind": "cold", "save": s})),
+                     ("project_all", lambda s: proj({**base, "kind": "cold"}, "all"))]
+            for key, fn in (order if i % 2 == 0 else order[::-1]):
+                path = str(tmp / f"{name}-{key}.pt") if save and key != "project_all" else None
+                r["cold"][key].append(fn(path))
+        if "parity" in a.only:
+            ours, theirs = torch.load(tmp / f"{name}-project.pt"), torch.load(tmp / f"{name}-transformers.pt")
+            r["parity_512"] = {"shape_equal": list(ours.shape) == list(theirs.shape),
+                               "max_abs": float((ours - theirs).abs().max()) if ours.shape == theirs.shape
+                               else float("inf"), "shape": list(ours.shape)}
+            del ours, theirs
+        print(f"[{name}] warm forward at {lengths} ({rounds} rounds x {reps} reps)", file=sys.stderr, flush=True)
+        for i in range(rounds):
+            order = [("project", lambda: proj({**base, "kind": "warm", "reps": reps})),
+                     ("transformers", lambda: peer({**base, "kind": "warm", "reps": reps}))]
+            for key, fn in (order if i % 2 == 0 else order[::-1]):
+                r["warm"][key].append(fn())
+        if "hooks" in a.only:
+            print(f"[{name}] hook overhead vs TransformerLens", file=sys.stderr, flush=True)
+            r["hooks"] = {"project": [], "transformer_lens": []}
+            hreps = 3 if a.quick else 2 * a.reps + 1
+            for i in range(rounds):
+                order = [("project", lambda: proj({**base, "kind": "hooks", "reps": hreps}, "all")),
+                         ("transformer_lens", lambda: peer({**base, "kind": "hooks", "reps": hreps}))]
+                for key, fn in (order if i % 2 == 0 else order[::-1]):
+                    r["hooks"][key].append(fn())
+        if "payload" in a.only:
+            print(f"[{name}] payload vs BertViz", file=sys.stderr, flush=True)
+            ptexts = {k: v for k, v in texts.items() if not (a.quick and name != "minilm" and k == "512")}
+            r["payload"] = {"project": proj({**base, "texts": ptexts, "kind": "payload"}),
+                            "bertviz": peer({**base, "texts": ptexts, "kind": "payload"})}
+        res["models"][name] = summarise(r)
+        res["models"][name]["raw"] = r
+    res["meta"]["load_avg_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+    return res
+
+
+def summarise(r: dict) -> dict:
+    """Medians and ratios; every ratio is peer / project for times and sizes (> 1: the project wins)."""
+    s: dict = {}
+    c = r["cold"]
+    for key in ("cold_s", "load_s", "peak_mb"):
+        s[key] = {side: med([x[key] for x in c[side]]) for side in c}
+        s[key]["ratio"] = s[key]["transformers"] / s[key]["project"]
+        s[key]["ratio_all"] = s[key]["transformers"] / s[key]["project_all"]
+    s["tokens"] = {side: c[side][0]["tokens"] for side in c}
+    w = r["warm"]
+    s["forward_s"] = {}
+    for n in sorted({k.split("/")[0] for k in w["project"][0]["times"]}, key=int):
+        pat = med([t for x in w["project"] for t in x["times"][f"{n}/patterns"]])
+        alls = med([t for x in w["project"] for t in x["times"][f"{n}/all"]])
+        hf = med([t for x in w["transformers"] for t in x["times"][f"{n}/attentions"]])
+        cpu = {k: med([t for x in w[side] for t in x["cpu"][f"{n}/{v}"]])
+               for k, side, v in (("project", "project", "patterns"), ("project_all", "project", "all"),
+                                  ("transformers", "transformers", "attentions"))}
+        s["forward_s"][n] = {"project": pat, "project_all": alls, "transformers": hf, "ratio": hf / pat,
+                             "cpu_s": cpu, "cpu_ratio": cpu["transformers"] / cpu["project"],
+                             "cpu_ratio_all": cpu["transformers"] / cpu["project_all"],
+                             "ratio_all": hf / alls, "tokens": w["project"][0]["tokens"][n],
+                             "tokens_transformers": w["transformers"][0]["tokens"][n]}
+    if "hooks" in r:
+        h = {}
+        for side, runs in r["hooks"].items():
+            plain = med([t for x in runs for t in x["times"]["plain"]])
+            cached = med([t for x in runs for t in x["times"]["cached"]])
+            h[side] = {"plain_s": plain, "cached_s": cached, "overhead": cached / plain, "n_hooks": runs[0]["n_hooks"]}
+        h["ratio"] = h["transformer_lens"]["overhead"] / h["project"]["overhead"]
+        s["hooks"] = h
+    if "payload" in r:
+        p = {}
+        for n, ours in r["payload"]["project"].items():
+            theirs = r["payload"]["bertviz"][n]
+            p[n] = {**ours, **theirs, "ratio": theirs["html_bytes"] / ours["largest_bytes"]}
+        s["payload"] = p
+    if "parity_512" in r:
+        s["parity_512"] = r["parity_512"]
+    return s
+
+
+def floors(res: dict) -> dict[str, bool]:
+    """Every ratio in the project's favour (>= 1), the like-for-like ones; parity within 2e-3."""
+    out = {}
+    for name, s in res["models"].items():
+        out[f"{name} cold start"] = s["cold_s"]["ratio"] >= 1
+        out[f"{name} load"] = s["load_s"]["ratio"] >= 1
+        out[f"{name} peak memory (512)"] = s["peak_mb"]["ratio"] >= 1
+        for n, f in s["forward_s"].items():
+            out[f"{name} forward {n}"] = f["ratio"] >= 1
+        if "hooks" in s:
+            out[f"{name} hook overhead"] = s["hooks"]["ratio"] >= 1
+        for n, p in s.get("payload", {}).items():
+            out[f"{name} payload {n}"] = p["ratio"] >= 1
+        if "parity_512" in s:
+            out[f"{name} parity (512)"] = s["parity_512"]["shape_equal"] and s["parity_512"]["max_abs"] <= PARITY_LIMIT
+    return out
+
+
+def _x(r: float) -> str:
+    return f"{r:.2f}x in the project's favour" if r >= 1 else f"{1 / r:.2f}x AGAINST"
+
+
+def table(res: dict) -> str:
+    m = res["meta"]
+    L = [f"# the project against its peers · {m['date']} · {m['threads']} thread(s) each side · "
+         f"{m['rounds']} rounds x {m['reps']} reps · load average {m['load_avg']} -> {m.get('load_avg_end', '?')} · "
+         f"malloc: {m['malloc']} · torch {m['torch']} · {', '.join(m['peers'])}"]
+    for name, s in res["models"].items():
+        L.append("")
+        L.append(f"## {name} (tokens: project {s['tokens']['project']}, transformers {s['tokens']['transformers']})")
+        L.append(f"{'what':<34}{'project':>12}{'every hook':>12}{'peer':>12}   ratio (patterns only; every hook)")
+        for key, label, unit in (("cold_s", "cold start to first patterns", "s"), ("load_s", "load", "s"),
+                                 ("peak_mb", "peak RSS, load + 512 forward", "MB")):
+            v = s[key]
+            fmt = (lambda x: f"{x:.0f} MB") if unit == "MB" else (lambda x: f"{x:.3f} s")
+            L.append(f"{label:<34}{fmt(v['project']):>12}{fmt(v['project_all']):>12}{fmt(v['transformers']):>12}"
+                     f"   {_x(v['ratio'])}; {_x(v['ratio_all'])}")
+        for n, f in s["forward_s"].items():
+            L.append(f"{f'warm forward, {n} tokens':<34}{f['project']:>10.4f} s{f['project_all']:>10.4f} s"
+                     f"{f['transformers']:>10.4f} s   {_x(f['ratio'])}; {_x(f['ratio_all'])}")
+            c = f["cpu_s"]
+            L.append(f"{'  the same, CPU seconds':<34}{c['project']:>10.4f} s{c['project_all']:>10.4f} s"
+                     f"{c['transformers']:>10.4f} s   {_x(f['cpu_ratio'])}; {_x(f['cpu_ratio_all'])}")
+        if "hooks" in s:
+            h = s["hooks"]
+            L.append(f"hook overhead at {HOOK_TOKENS} tokens (run_with_cache / plain forward): project "
+                     f"{h['project']['overhead']:.2f} ({h['project']['n_hooks']} hooks), TransformerLens "
+                     f"TransformerBridge {h['transformer_lens']['overhead']:.2f} ({h['transformer_lens']['n_hooks']} "
+                     f"hooks): {_x(h['ratio'])}")
+        for n, p in s.get("payload", {}).items():
+            L.append(f"payload {n} tokens: BertViz head_view {p['html_bytes'] / 1e6:.2f} MB HTML"
+                     f"{' (+ a CDN)' if p['cdn'] else ''}, the project's largest figure {p['largest_bytes'] / 1e6:.3f} MB "
+                     f"({p['largest_stage']}; the page's whole payload {p['page_bytes'] / 1e6:.3f} MB): {_x(p['ratio'])}")
+        if "parity_512" in s:
+            pr = s["parity_512"]
+            L.append(f"parity at 512 tokens: max |pattern difference| {pr['max_abs']:.2e} over {pr['shape']} "
+                     f"(limit {PARITY_LIMIT:g})")
+    if res.get("floors"):
+        L.append("")
+        L.append("floors: " + ", ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in res["floors"].items()))
+    return "\n".join(L)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench peers", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--quick", action="store_true", help="one round, one repetition, no SmolLM2 512-token HTML")
+    p.add_argument("--check", action="store_true", help="exit 1 when a floor is missed")
+    p.add_argument("--threads", type=int, default=2, help="torch threads on both sides (default 2)")
+    p.add_argument("--rounds", type=int, default=3, help="fresh-process rounds per case, alternating (default 3)")
+    p.add_argument("--reps", type=int, default=3, help="warm forwards per length per process (default 3)")
+    p.add_argument("--models", default="minilm,smollm2")
+    p.add_argument("--only", default="parity,hooks,payload",
+                   help="optional parts besides cold/load/peak/forward: parity, hooks, payload")
+    p.add_argument("--malloc", choices=("app", "default"), default="app",
+                   help="the project side's malloc settings: the app's (model/malloc.py) or glibc's defaults")
+    p.add_argument("--venv", type=Path, default=Path("/tmp/peers-venv"))
+    p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    a = p.parse_args(argv)
+    if a.worker:
+        worker(a.worker)
+        return 0
+    a.models = [x.strip() for x in a.models.split(",") if x.strip()]
+    a.only = {x.strip() for x in a.only.split(",") if x.strip()}
+    if set(a.models) - set(MODELS) or a.only - {"parity", "hooks", "payload"} or a.threads < 1 or a.rounds < 1 \
+            or a.reps < 1:
+        p.error(f"--models from {', '.join(MODELS)}; --only from parity, hooks, payload; counts >= 1")
+    from model import fetch
+
+    missing = [n for n in a.models if not fetch.is_fetched(n)]
+    if missing:
+        p.error(f"weights missing: run `python -m model.fetch {' '.join(missing)}` first")
+    res = measure(a)
+    res["floors"] = floors(res)
+    print(table(res))
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")
+        print(f"\nwrote {a.json}")
+    return 1 if a.check and not all(res["floors"].values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,11 +1,21 @@
 """Fixtures shared by the view tests: an untrained seed Transformer and its run on VIEW_TEXTS."""
 from __future__ import annotations
 
+import os
+
 import pytest
+import torch
 from helpers import VIEW_TEXTS
 
 import model
 from explorer.views import stages
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The suite runs in one process per core (pytest-xdist, `-n 2` in pyproject.toml): one torch
+    # thread each, for the servers and command lines the tests start too. Two processes with two
+    # threads each on two cores slow each other down many times over.
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +38,20 @@ except ImportError:  # no progress bar then
 PRESETS = {
     "tutorial002": {"options": tutorial002.PRESET, "stages": ("pe_tutorial",)},
 }
+
+
+@contextlib.contextmanager
+def export_errors(parser: argparse.ArgumentParser):
+    """Run an export: no chromium exits 3 with what to install, a failed render exits 1, and the
+    export browser is shut down either way."""
+    try:
+        yield
+    except ExportUnavailable as e:
+        parser.exit(3, f"{parser.prog}: error: {e}\n")
+    except ExportError as e:
+        parser.exit(1, f"{parser.prog}: error: {e}\n")
+    finally:
+        shutdown()
 
 
 def fetch_hint(name: str) -> str:
@@ -126,14 +141,8 @@ def lesson_main(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
         out = out / f"lesson-{a.lesson}-{a.lang}.pdf"
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with export_errors(parser):
         data = handout.handout_pdf(lesson, runs, texts, a.lang)
-    except ExportUnavailable as e:
-        parser.exit(3, f"{parser.prog}: error: {e}\n")
-    except ExportError as e:
-        parser.exit(1, f"{parser.prog}: error: {e}\n")
-    finally:
-        shutdown()
     out.write_bytes(data)
     print(f"wrote {out}")
     return 0
@@ -244,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = a.text[a.sentence]
-    try:
+    with export_errors(parser):
         items = stage_items(cache, info, sel, model_name=name, text=text, stages=stages,
                             theme=a.theme, lang=a.lang, step=a.step, **runs, **options)
         bar = _progress_bar(a.quiet, total=sum(
@@ -264,12 +273,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (out_dir / name).write_bytes(data)
                 written.append(out_dir / name)
         bar.close()
-    except ExportUnavailable as e:
-        parser.exit(3, f"{parser.prog}: error: {e}\n")
-    except ExportError as e:
-        parser.exit(1, f"{parser.prog}: error: {e}\n")
-    finally:
-        shutdown()
     print(f"wrote {len(written)} file(s) to {out_dir}/")
     return 0
 

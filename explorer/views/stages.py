@@ -589,7 +589,7 @@ def _grouped(info: dict) -> bool:
 
 
 @stage("gqa", section="qkv", applies=_grouped,
-       shape=lambda c: [(f"W_K, W_V", "", (("d_model", int(c.info["d_model"])),
+       shape=lambda c: [("W_K, W_V", "", (("d_model", int(c.info["d_model"])),
                                           ("kv_heads", int(c.info["n_kv_heads"])), ("d_k", int(c.d_head)))),
                         _dims(c, "K, V", "hook_k", ("batch", "heads", _kv_pos(c), "d_k"))],
        formula=r"g(h) = \left\lfloor \frac{h}{n_{heads} / n_{kv}} \right\rfloor,\qquad K^{(h)} = X W_K^{(g(h))},\ V^{(h)} = X W_V^{(g(h))}")

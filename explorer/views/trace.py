@@ -114,7 +114,7 @@ def trace_data(m, text: str, *, max_new_tokens: int | None = None) -> TraceData:
                         f"decoder (seed, seed-sort, smollm2)")
     limit = max_new_tokens if max_new_tokens is not None else max_new_tokens_for(info)
     tr = m.generate_with_cache([text], limit, names=hook_names(info))
-    n_layers, n_steps = decoder_layers(info), len(tr)
+    n_layers = decoder_layers(info)
     tokens = list(tr.decoder_tokens[0])
     T = len(tokens)
     query = np.asarray(tr.query, dtype=np.int64)  # (steps,)

@@ -330,9 +330,10 @@ def measure(a) -> dict:
     python_project = sys.executable
     project_env = {"ATTENTION_EXPLORER_MALLOC": "default"} if a.malloc == "default" else {}
     rounds = 1 if a.quick else a.rounds
+    forward_rounds = 1 if a.quick else (a.forward_rounds or a.rounds)  # fresh processes differ: more of them
     reps = 1 if a.quick else a.reps
     res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "threads": a.threads,
-                          "rounds": rounds, "reps": reps, "cpus": os.cpu_count(), "quick": a.quick,
+                          "rounds": rounds, "forward_rounds": forward_rounds, "reps": reps, "cpus": os.cpu_count(), "quick": a.quick,
                           "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()), "malloc": a.malloc,
                           "torch": torch.__version__, "peers": pins()}, "models": {}}
     tmp = Path(tempfile.mkdtemp(prefix="peers-"))
@@ -364,8 +365,8 @@ def measure(a) -> dict:
                                "max_abs": float((ours - theirs).abs().max()) if ours.shape == theirs.shape
                                else float("inf"), "shape": list(ours.shape)}
             del ours, theirs
-        print(f"[{name}] warm forward at {lengths} ({rounds} rounds x {reps} reps)", file=sys.stderr, flush=True)
-        for i in range(rounds):
+        print(f"[{name}] warm forward at {lengths} ({forward_rounds} rounds x {reps} reps)", file=sys.stderr, flush=True)
+        for i in range(forward_rounds):
             order = [("project", lambda: proj({**base, "kind": "warm", "reps": reps})),
                      ("transformers", lambda: peer({**base, "kind": "warm", "reps": reps}))]
             for key, fn in (order if i % 2 == 0 else order[::-1]):
@@ -460,7 +461,7 @@ def _x(r: float) -> str:
 def table(res: dict) -> str:
     m = res["meta"]
     L = [f"# the project against its peers · {m['date']} · {m['threads']} thread(s) each side · "
-         f"{m['rounds']} rounds x {m['reps']} reps · load average {m['load_avg']} -> {m.get('load_avg_end', '?')} · "
+         f"{m['rounds']} rounds (forward: {m.get('forward_rounds', m['rounds'])}) x {m['reps']} reps · load average {m['load_avg']} -> {m.get('load_avg_end', '?')} · "
          f"malloc: {m['malloc']} · torch {m['torch']} · {', '.join(m['peers'])}"]
     for name, s in res["models"].items():
         L.append("")
@@ -506,6 +507,9 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true", help="exit 1 when a floor is missed")
     p.add_argument("--threads", type=int, default=2, help="torch threads on both sides (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="fresh-process rounds per case, alternating (default 3)")
+    p.add_argument("--forward-rounds", type=int, default=None,
+                   help="fresh-process rounds for the warm forward (default: --rounds); the same forward varies "
+                        "by a third between fresh processes, so deciding a few per cent takes many rounds")
     p.add_argument("--reps", type=int, default=3, help="warm forwards per length per process (default 3)")
     p.add_argument("--models", default="minilm,smollm2")
     p.add_argument("--only", default="parity,hooks,payload",
@@ -521,7 +525,7 @@ def main(argv=None) -> int:
     a.models = [x.strip() for x in a.models.split(",") if x.strip()]
     a.only = {x.strip() for x in a.only.split(",") if x.strip()}
     if set(a.models) - set(MODELS) or a.only - {"parity", "hooks", "payload"} or a.threads < 1 or a.rounds < 1 \
-            or a.reps < 1:
+            or a.reps < 1 or (a.forward_rounds is not None and a.forward_rounds < 1):
         p.error(f"--models from {', '.join(MODELS)}; --only from parity, hooks, payload; counts >= 1")
     from model import fetch
 

@@ -323,6 +323,15 @@ def texts_for(name: str, lengths: list[int]) -> dict[str, str]:
     return {str(n): mb.text_of(m, n) for n in lengths}
 
 
+def _merged(*results: dict) -> dict:
+    """Warm-forward results of one round's processes (one per variant) as one result."""
+    out = {"times": {}, "cpu": {}, "tokens": results[0]["tokens"]}
+    for r in results:
+        out["times"].update(r["times"])
+        out["cpu"].update(r["cpu"])
+    return out
+
+
 def measure(a) -> dict:
     import torch
 
@@ -367,7 +376,10 @@ def measure(a) -> dict:
             del ours, theirs
         print(f"[{name}] warm forward at {lengths} ({forward_rounds} rounds x {reps} reps)", file=sys.stderr, flush=True)
         for i in range(forward_rounds):
-            order = [("project", lambda: proj({**base, "kind": "warm", "reps": reps})),
+            # each variant in a process of its own, as transformers' worker runs only its one: every-hook
+            # forwards (GBs of hooks at 512 tokens) slow a patterns-only forward after them
+            order = [("project", lambda: _merged(proj({**base, "kind": "warm", "reps": reps, "variants": ["patterns"]}),
+                                                 proj({**base, "kind": "warm", "reps": reps, "variants": ["all"]}))),
                      ("transformers", lambda: peer({**base, "kind": "warm", "reps": reps}))]
             for key, fn in (order if i % 2 == 0 else order[::-1]):
                 r["warm"][key].append(fn())

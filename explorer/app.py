@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import export_ui, i18n, inputs, presenter, state
-from explorer.ui import show_figure
+from explorer.ui import lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
 
@@ -48,14 +48,6 @@ def remember() -> None:
     for key in KEEP:
         if key in st.session_state:
             st.session_state[f"_keep_{key}"] = st.session_state[key]
-
-
-def lang() -> str:
-    return i18n.lang_or_default(st.session_state.get("lang"))
-
-
-def t(key: str, **kw) -> str:
-    return i18n.t(key, lang(), **kw)
 
 
 def load_examples() -> list[str]:
@@ -110,13 +102,6 @@ def url_int(name: str, n: int, messages: list) -> None:
     if used != value:
         messages.append(("clipped_param", dict(name=name, value=value, used=used)))
     st.session_state[name] = used
-
-
-def sync_url(values: dict) -> None:
-    """Make the URL follow the state (only the parameters that changed, in one message)."""
-    changed = {k: str(v) for k, v in values.items() if st.query_params.get(k) != str(v)}
-    if changed:
-        st.query_params.update(changed)
 
 
 # --- the page -----------------------------------------------------------------------------

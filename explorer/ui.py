@@ -1,5 +1,6 @@
-"""Streamlit helpers shared by the app's pages (the explorer, the lessons): a figure with its
-downloads and table, and what a click on a figure chooses."""
+"""Streamlit helpers shared by the app's pages (the explorer, the lessons): the page's language and
+words, the URL following the state, a figure with its downloads and table, and what a click on a
+figure chooses."""
 from __future__ import annotations
 
 import functools
@@ -9,6 +10,23 @@ import streamlit as st
 
 from explorer import export_ui, i18n, state
 from explorer.views import picking
+
+
+def lang() -> str:
+    """The page's language (the sidebar's choice; English until there is one)."""
+    return i18n.lang_or_default(st.session_state.get("lang"))
+
+
+def t(key: str, **kw) -> str:
+    """The catalogue's words for ``key`` in the page's language."""
+    return i18n.t(key, lang(), **kw)
+
+
+def sync_url(values: dict) -> None:
+    """Make the URL follow the state (only the parameters that changed, in one message)."""
+    changed = {k: str(v) for k, v in values.items() if st.query_params.get(k) != str(v)}
+    if changed:
+        st.query_params.update(changed)
 
 
 def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str, *, click: str | None = None,

@@ -16,7 +16,7 @@ import streamlit as st
 from explorer import i18n, inputs, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
-from explorer.ui import show_figure
+from explorer.ui import lang, show_figure, sync_url, t
 from explorer.views import stages
 
 log = logging.getLogger("attention_explorer")
@@ -30,14 +30,6 @@ _MD = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 def md(text: str) -> str:
     """User-derived text for a markdown element: every markdown character escaped (shown literally)."""
     return _MD.sub(r"\\\1", str(text))
-
-
-def lang() -> str:
-    return i18n.lang_or_default(st.session_state.get("lang"))
-
-
-def t(key: str, **kw) -> str:
-    return i18n.t(key, lang(), **kw)
 
 
 def default_text(n: int) -> str:
@@ -71,7 +63,7 @@ def read_url_once() -> list:
     return messages
 
 
-def sync_url(n: int, text: str) -> None:
+def sync_lesson_url(n: int, text: str) -> None:
     values = {"lesson": str(n), "lang": lang()}
     answers = catalog.format_answers(st.session_state.get(ANSWERS_KEY, {}))
     for name, value in (("answers", answers), ("lesson_text", text if text != default_text(n) else "")):
@@ -79,9 +71,7 @@ def sync_url(n: int, text: str) -> None:
             values[name] = value
         elif name in st.query_params:
             del st.query_params[name]
-    changed = {k: v for k, v in values.items() if st.query_params.get(k) != v}
-    if changed:
-        st.query_params.update(changed)
+    sync_url(values)
 
 
 def go_to(n: int) -> None:
@@ -274,7 +264,7 @@ def render() -> None:
         st.info(t(notice.key, **notice.args), icon="✂️")
     if not texts:
         st.info(t("lessons.empty"), icon="✍️")
-        sync_url(n, "")
+        sync_lesson_url(n, "")
         show_progress(progress)
         return
 
@@ -313,7 +303,7 @@ def render() -> None:
     if all(r is not None for r in runs):
         handout_button(n, runs, texts, st.sidebar)
     show_progress(progress)
-    sync_url(n, "\n".join(texts))
+    sync_lesson_url(n, "\n".join(texts))
 
 
 if __name__ == "__main__":  # run by st.navigation as the page's script

@@ -31,6 +31,47 @@ def causal_mask(t: int, device=None) -> torch.Tensor:
     return torch.ones(t, t, dtype=torch.bool, device=device).tril()[None, None]
 
 
+class Mask:
+    """A boolean attention mask, True where attention is allowed, and what the attention derives
+    from it: whether it allows every key, the additive form (0 / −inf), the rows with no allowed
+    key. A stack wraps its mask once per forward pass (``Mask.of``) and every layer reads these
+    from it, computed on first use: the 30 layers of SmolLM2 share one mask, so they share the
+    passes over it too. Made per call, never kept on a module (many threads run one model).
+    """
+
+    def __init__(self, allowed: torch.Tensor) -> None:
+        self.allowed = allowed  # broadcastable to (B, 1, Tq, Tk)
+        self._everywhere: bool | None = None
+        self._bias: dict[torch.dtype, torch.Tensor] = {}
+        self._empty: torch.Tensor | None | bool = False  # False: not computed yet
+
+    @classmethod
+    def of(cls, mask: "torch.Tensor | Mask | None") -> "Mask | None":
+        return mask if mask is None or isinstance(mask, Mask) else cls(mask)
+
+    @property
+    def everywhere(self) -> bool:
+        """Every key allowed for every query: there is nothing to apply."""
+        if self._everywhere is None:
+            self._everywhere = bool(self.allowed.all())
+        return self._everywhere
+
+    def bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """0 where allowed, −inf elsewhere (the mask's own shape): scores + bias = the masked scores."""
+        if dtype not in self._bias:
+            self._bias[dtype] = torch.zeros(self.allowed.shape, dtype=dtype,
+                                            device=self.allowed.device).masked_fill_(~self.allowed, float("-inf"))
+        return self._bias[dtype]
+
+    @property
+    def empty(self) -> torch.Tensor | None:
+        """(.., Tq, 1) True for a query with no allowed key (its pattern row is zeros); None if none."""
+        if self._empty is False:
+            e = ~self.allowed.any(-1, keepdim=True)
+            self._empty = e if bool(e.any()) else None
+        return self._empty
+
+
 class KVCache:
     """The keys and values one attention layer has computed so far in one decoding call.
 
@@ -110,13 +151,14 @@ class Attention(nn.Module):
         self,
         x: torch.Tensor,
         kv: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
+        mask: "torch.Tensor | Mask | None" = None,
         rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
         """x: (B, Tq, d) queries; kv: (B, Tk, d) keys/values (default x); mask broadcastable
-        to (B, 1, Tq, Tk), True where allowed; rotary: (cos, sin) tables for the positions of x
-        ((Tq, hs), or (B, 1, Tq, hs) for per-sentence positions); cache: the keys/values of this
+        to (B, 1, Tq, Tk), True where allowed, or a ``Mask`` of it (shared by a stack's layers);
+        rotary: (cos, sin) tables for the positions of x ((Tq, hs), or (B, 1, Tq, hs) for
+        per-sentence positions); cache: the keys/values of this
         call's earlier steps: the new ones are appended and the attention reads them all (then
         Tk = earlier + new, and the mask covers every key so far)."""
         kv = x if kv is None else kv
@@ -148,31 +190,29 @@ class Attention(nn.Module):
         scores = self.hook_scores((q @ k.transpose(-2, -1)).div_(math.sqrt(self.d_head)))  # (B, nh, Tq, Tk)
         watched = active()
         inplace = not (torch.is_grad_enabled() and scores.requires_grad)
-        if mask is None:
-            mask = torch.ones(1, 1, Tq, Tk, dtype=torch.bool, device=x.device)
-        mask = self.hook_mask(mask.expand(B, 1, Tq, Tk))  # (B, 1, Tq, Tk)
-        if bool(mask.all()):
+        given = Mask.of(mask) or Mask(torch.ones(1, 1, Tq, Tk, dtype=torch.bool, device=x.device))
+        shown = given.allowed.expand(B, 1, Tq, Tk)
+        seen = self.hook_mask(shown)  # (B, 1, Tq, Tk)
+        m = given if seen is shown else Mask(seen)  # a hook changed the mask: derive from its mask
+        if m.everywhere:
             masked = self.hook_masked_scores(scores)
-            empty = None
         else:
             held = inplace and self.hook_scores.name not in watched
             if held:  # nobody else sees the scores: add 0 / −inf in place (the same numbers as a
                 # fill, for finite scores; a broadcast add is about twice as fast as masked_fill_)
-                bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device)
-                masked = scores.add_(bias.masked_fill_(~mask, float("-inf")))
+                masked = scores.add_(m.bias(scores.dtype))
             else:  # the scores are kept as they are: one pass into a new tensor
-                masked = torch.where(mask, scores, float("-inf"))
+                masked = torch.where(m.allowed, scores, float("-inf"))
             masked = self.hook_masked_scores(masked)
-            # a row with no allowed key (a pad query of a left-padded prompt, in generation) gives zeros, not NaN
-            empty = ~mask.any(-1, keepdim=True)  # (B, 1, Tq, 1)
         if inplace and masked is not scores and self.hook_masked_scores.name not in watched:
             pattern = torch.softmax(masked, dim=-1, out=masked)  # nobody else holds `masked`
         elif inplace and masked is scores and not ({self.hook_scores.name, self.hook_masked_scores.name} & watched.keys()):
             pattern = torch.softmax(masked, dim=-1, out=masked)
         else:
             pattern = torch.softmax(masked, dim=-1)
-        if empty is not None and empty.any():
-            pattern = pattern.masked_fill_(empty, 0.0)
+        # a row with no allowed key (a pad query of a left-padded prompt, in generation) gives zeros, not NaN
+        if not m.everywhere and m.empty is not None:
+            pattern = pattern.masked_fill_(m.empty, 0.0)
         pattern = self.hook_pattern(pattern)
         z = self.hook_z(pattern @ v)  # (B, nh, Tq, hs)
         z = z.transpose(1, 2).reshape(B, Tq, self.n_heads * self.d_head)  # (B, Tq, nh*hs)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .attention import Attention
+from .attention import Attention, Mask
 from .base import HookedModel, HookScope, ModelInfo, Output, pad_batch
 from .checks import (MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, check_layers,
                      check_shapes, need_divides, need_int)
@@ -111,6 +111,7 @@ class BertEncoder(nn.Module):
             tok = tok + self.type_embed(torch.zeros_like(ids))
         pos = self.pos_embed(torch.arange(T)).unsqueeze(0)  # (1, T, d)
         x = self.ln_embed(self.hook_embed(tok) + self.hook_pos_embed(pos))
+        mask = Mask.of(mask)  # one mask for every block: derived once, not per layer
         for block in self.blocks:
             x = block(x, mask)
         return x

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import float_cache
-from .attention import Attention, KVCache, causal_mask
+from .attention import Attention, KVCache, Mask, causal_mask
 from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
 from .checks import (MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, check_layers,
                      check_shapes, need_divides, need_int)
@@ -139,6 +139,7 @@ class LlamaDecoder(nn.Module):
         else:
             cos, sin = rotary_tables(positions, self.cfg.d_head, self.cfg.rope_base)  # 2 × (B, T, hs)
             rotary = cos[:, None], sin[:, None]  # 2 × (B, 1, T, hs): the same for every head
+        mask = Mask.of(mask)  # one mask for every block: derived once, not per layer
         for i, block in enumerate(self.blocks):
             x = block(x, mask, rotary, None if kv is None else kv[i])
         return self.norm(x)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .attention import Attention, KVCache, causal_mask, padding_mask
+from .attention import Attention, KVCache, Mask, causal_mask, padding_mask
 from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
 from .hooks import Cache, HookPoint, active
 from .positional import sinusoidal
@@ -151,6 +151,7 @@ class Encoder(Stack):
 
     def forward(self, tok_emb: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.embed(tok_emb)
+        mask = Mask.of(mask)  # one mask for every block: derived once, not per layer
         for block in self.blocks:
             x = block(x, mask)
         return x
@@ -164,6 +165,7 @@ class Decoder(Stack):
         """kv: per block, this call's key/value caches (``new_kv``); start: the position of the
         first token of tok_emb (the earlier ones are in the caches)."""
         x = self.embed(tok_emb, start)
+        self_mask, cross_mask = Mask.of(self_mask), Mask.of(cross_mask)  # derived once, not per layer
         for i, block in enumerate(self.blocks):
             x = block(x, memory, self_mask, cross_mask, None if kv is None else kv[i])
         return x

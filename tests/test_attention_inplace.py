@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import model
-from model.attention import Attention, causal_mask
+from model.attention import Attention, Mask, causal_mask
 from model.hooks import capture, hooks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,37 @@ def test_every_path_gives_the_plain_tensors(att, watched, grad):
             assert torch.isfinite(store["hook_scores"]).all()
         if "hook_pattern" in watched and mname == "empty rows":
             assert (store["hook_pattern"][1, :, :2] == 0).all() and not store["hook_pattern"].isnan().any()
+
+
+def test_a_shared_mask_is_derived_once_and_an_edited_one_again(monkeypatch):
+    """A stack wraps its mask once (``Mask.of``); its layers share what is derived from it. A hook
+    that changes the mask gets a mask derived from its own tensor, never the stale one."""
+    m = model.load("seed", random=True, d_model=32, n_heads=2, n_layers=3, n_decoder_layers=3, seed=5)
+    made: list[tuple] = []
+    real_bias = Mask.bias
+
+    def bias(self, dtype):
+        if dtype not in self._bias:
+            made.append(tuple(self.allowed.shape))
+        return real_bias(self, dtype)
+
+    monkeypatch.setattr(Mask, "bias", bias)
+    src = torch.tensor([[5, 6, 7, 8, m.cfg.eos_id], [5, 6, m.cfg.eos_id, m.cfg.pad_id, m.cfg.pad_id]])
+    tgt = torch.tensor([[m.cfg.bos_id, 9, 10, 11], [m.cfg.bos_id, 9, m.cfg.pad_id, m.cfg.pad_id]])
+    with torch.inference_mode():
+        memory, src_mask = m.encode(src)  # 3 layers, one padding mask
+        assert made == [(2, 1, 1, 5)]
+        m.decode(tgt, memory, src_mask)  # 3 layers: one self-attention mask, one cross-attention mask
+        assert made == [(2, 1, 1, 5), (2, 1, 4, 4), (2, 1, 1, 5)]
+        # a hook that changes the mask (here: allows every key) is obeyed in every layer
+        store: dict = {}
+        name = "decoder.blocks.{}.self_attn.hook_{}"
+        fns = {name.format(i, "mask"): (lambda x, n: torch.ones_like(x)) for i in range(3)}
+        fns.update(capture([name.format(i, "pattern") for i in range(3)], store))
+        with hooks(fns):
+            m.decode(tgt, memory, src_mask)
+    for i in range(3):
+        assert (store[name.format(i, "pattern")][0, :, 0, 1:] > 0).all(), "every later key is seen"
 
 
 def test_the_gradient_flows_as_before(att):

@@ -14,12 +14,17 @@ the SmolLM2 GGUF), and TransformerLens's ``TransformerBridge`` wraps that same l
 (``boot_transformers(folder, hf_model=..., tokenizer=...)``: given the model it reads nothing from
 the hub; without ``hf_model`` it would fetch the config from the hub by name).
 
-What is measured (every case in a fresh subprocess, the project's and the peer's alternating,
+What is measured (every other case in a fresh subprocess, the project's and the peer's alternating,
 round after round, the order flipped every round; figures are medians over the rounds):
   cold      process start -> import -> load -> first forward with attentions (a 16-token sentence)
   load      the load alone (weights read, model built), in the same process
   peak      the RSS high-water mark of that fresh process after it also ran the 512-token forward
-  forward   warm forward at 16/128/512 tokens, batch 1, tokenization included on both sides
+  forward   warm forward at 16/128/512 tokens, batch 1, tokenization included on both sides:
+            both models in ONE process (the peers' venv), call after call, the order flipped every
+            pair (``job_paired``); the figure is the median ratio of neighbouring calls, with a
+            bootstrap 90% interval and the share of pairs the project won. The same forward varies
+            by a third between fresh processes on a shared machine, so medians of separate
+            processes could not tell a few per cent apart; neighbouring calls can
   hooks     TransformerLens: run_with_cache / its plain forward, against the project's
             run_with_cache / run, on the same 128-token sentence
   payload   BertViz's head_view HTML against the project's largest figure JSON (and the page's
@@ -189,27 +194,37 @@ def job_cold(job: dict) -> dict:
     return res
 
 
-def job_warm(job: dict) -> dict:
-    """Warm forwards at every length, the project's two variants alternating within the process."""
+def job_paired(job: dict) -> dict:
+    """Warm forwards, the project's and transformers' in ONE process, call after call.
+
+    Both models are loaded in this process (the order of loading flipped by ``job["first"]``),
+    then at every length the two forwards alternate, the order flipped every repetition: each
+    project forward has a peer forward next to it, under the same machine conditions. On a
+    shared machine the same forward varies by a third between fresh processes and by a tenth
+    between calls, in time with the machine's other work; a ratio of neighbouring calls cancels
+    that, where medians of separate processes cannot. Same interpreter, same torch, same
+    allocator settings (``import model`` applies the app's malloc settings to the whole process).
+    """
     import torch
 
     torch.set_num_threads(job["threads"])
-    side = _side(job)
-    variants = job.get("variants", ["patterns", "all"]) if job["side"] == "project" else ["attentions"]
-    times: dict[str, list[float]] = {f"{n}/{v}": [] for n in job["texts"] for v in variants}
-    cpu: dict[str, list[float]] = {k: [] for k in times}  # CPU seconds of this process: what a shared
-    tokens = {}  # machine's other work does not add to, unlike the wall clock
-    for n, text in job["texts"].items():  # warm-up
-        for v in variants:
-            tokens[n] = side.n_tokens(side.forward(text, v))
-    for i in range(job["reps"]):
-        for n, text in job["texts"].items():
-            for v in (variants if i % 2 == 0 else variants[::-1]):
+    made = {}
+    for side in (("project", "transformers") if job["first"] == "project" else ("transformers", "project")):
+        made[side] = Project(job["model"], job["variant"]) if side == "project" else Transformers(job["model"])
+    proj, peer = made["project"], made["transformers"]
+    out: dict = {"times": {}, "cpu": {}, "tokens": {}}
+    for n, text in job["texts"].items():
+        out["tokens"][n] = [proj.n_tokens(proj.forward(text)), peer.n_tokens(peer.forward(text))]  # warm-up
+        t = {"project": [], "transformers": []}
+        c = {"project": [], "transformers": []}
+        for i in range(job["reps"]):
+            for side in (("project", "transformers") if i % 2 == 0 else ("transformers", "project")):
                 c0, t0 = time.process_time(), time.perf_counter()
-                side.forward(text, v)
-                times[f"{n}/{v}"].append(time.perf_counter() - t0)
-                cpu[f"{n}/{v}"].append(time.process_time() - c0)
-    return {"times": times, "cpu": cpu, "tokens": tokens}
+                made[side].forward(text)
+                t[side].append(time.perf_counter() - t0)
+                c[side].append(time.process_time() - c0)
+        out["times"][n], out["cpu"][n] = t, c
+    return out
 
 
 def _alternate(fns: dict, reps: int) -> dict[str, list[float]]:
@@ -286,7 +301,7 @@ def job_payload(job: dict) -> dict:
     return out
 
 
-JOBS = {"cold": job_cold, "warm": job_warm, "hooks": job_hooks, "payload": job_payload}
+JOBS = {"cold": job_cold, "paired": job_paired, "hooks": job_hooks, "payload": job_payload}
 
 
 def worker(raw: str) -> None:
@@ -315,21 +330,24 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def interval(xs: list[float], level: float = 0.9, draws: int = 2000) -> tuple[float, float]:
+    """A bootstrap interval of the median of ``xs`` (seeded: the same figures give the same interval)."""
+    import random
+
+    if len(xs) < 2:
+        return (med(xs), med(xs))
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(draws))
+    cut = int(draws * (1 - level) / 2)
+    return meds[cut], meds[-cut - 1]
+
+
 def texts_for(name: str, lengths: list[int]) -> dict[str, str]:
     from bench import models as mb
     import model
 
     m = model.load(name)
     return {str(n): mb.text_of(m, n) for n in lengths}
-
-
-def _merged(*results: dict) -> dict:
-    """Warm-forward results of one round's processes (one per variant) as one result."""
-    out = {"times": {}, "cpu": {}, "tokens": results[0]["tokens"]}
-    for r in results:
-        out["times"].update(r["times"])
-        out["cpu"].update(r["cpu"])
-    return out
 
 
 def measure(a) -> dict:
@@ -341,8 +359,9 @@ def measure(a) -> dict:
     rounds = 1 if a.quick else a.rounds
     forward_rounds = 1 if a.quick else (a.forward_rounds or a.rounds)  # fresh processes differ: more of them
     reps = 1 if a.quick else a.reps
+    pairs = 2 if a.quick else a.pairs
     res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "threads": a.threads,
-                          "rounds": rounds, "forward_rounds": forward_rounds, "reps": reps, "cpus": os.cpu_count(), "quick": a.quick,
+                          "rounds": rounds, "forward_rounds": forward_rounds, "reps": reps, "pairs": pairs, "cpus": os.cpu_count(), "quick": a.quick,
                           "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()), "malloc": a.malloc,
                           "torch": torch.__version__, "peers": pins()}, "models": {}}
     tmp = Path(tempfile.mkdtemp(prefix="peers-"))
@@ -350,7 +369,7 @@ def measure(a) -> dict:
         lengths = [16, 128, 512]
         texts = texts_for(name, lengths)
         r: dict = {"cold": {"project": [], "project_all": [], "transformers": []},
-                   "warm": {"project": [], "transformers": []}}
+                   "warm": {"patterns": [], "all": []}}
         base = {"model": name, "texts": texts}
 
         def proj(job, variant="patterns"):
@@ -374,15 +393,13 @@ def measure(a) -> dict:
                                "max_abs": float((ours - theirs).abs().max()) if ours.shape == theirs.shape
                                else float("inf"), "shape": list(ours.shape)}
             del ours, theirs
-        print(f"[{name}] warm forward at {lengths} ({forward_rounds} rounds x {reps} reps)", file=sys.stderr, flush=True)
+        print(f"[{name}] warm forward at {lengths}, paired in one process ({forward_rounds} rounds x {pairs} pairs, "
+              f"patterns only and every hook)", file=sys.stderr, flush=True)
         for i in range(forward_rounds):
-            # each variant in a process of its own, as transformers' worker runs only its one: every-hook
-            # forwards (GBs of hooks at 512 tokens) slow a patterns-only forward after them
-            order = [("project", lambda: _merged(proj({**base, "kind": "warm", "reps": reps, "variants": ["patterns"]}),
-                                                 proj({**base, "kind": "warm", "reps": reps, "variants": ["all"]}))),
-                     ("transformers", lambda: peer({**base, "kind": "warm", "reps": reps}))]
-            for key, fn in (order if i % 2 == 0 else order[::-1]):
-                r["warm"][key].append(fn())
+            for variant in ("patterns", "all"):
+                first = "project" if (i + (variant == "all")) % 2 == 0 else "transformers"
+                r["warm"][variant].append(peer({**base, "kind": "paired", "reps": pairs, "variant": variant,
+                                                "first": first}))
         if "hooks" in a.only:
             print(f"[{name}] hook overhead vs TransformerLens", file=sys.stderr, flush=True)
             r["hooks"] = {"project": [], "transformer_lens": []}
@@ -417,18 +434,25 @@ def summarise(r: dict) -> dict:
     s["tokens"] = {side: c[side][0]["tokens"] for side in c}
     w = r["warm"]
     s["forward_s"] = {}
-    for n in sorted({k.split("/")[0] for k in w["project"][0]["times"]}, key=int):
-        pat = med([t for x in w["project"] for t in x["times"][f"{n}/patterns"]])
-        alls = med([t for x in w["project"] for t in x["times"][f"{n}/all"]])
-        hf = med([t for x in w["transformers"] for t in x["times"][f"{n}/attentions"]])
-        cpu = {k: med([t for x in w[side] for t in x["cpu"][f"{n}/{v}"]])
-               for k, side, v in (("project", "project", "patterns"), ("project_all", "project", "all"),
-                                  ("transformers", "transformers", "attentions"))}
-        s["forward_s"][n] = {"project": pat, "project_all": alls, "transformers": hf, "ratio": hf / pat,
-                             "cpu_s": cpu, "cpu_ratio": cpu["transformers"] / cpu["project"],
-                             "cpu_ratio_all": cpu["transformers"] / cpu["project_all"],
-                             "ratio_all": hf / alls, "tokens": w["project"][0]["tokens"][n],
-                             "tokens_transformers": w["transformers"][0]["tokens"][n]}
+    for n in sorted(w["patterns"][0]["times"], key=int):
+        f: dict = {"tokens": w["patterns"][0]["tokens"][n][0], "tokens_transformers": w["patterns"][0]["tokens"][n][1]}
+        for variant, key in (("patterns", ""), ("all", "_all")):
+            pairs = [(x["times"][n]["project"], x["times"][n]["transformers"]) for x in w[variant]]
+            cpus = [(x["cpu"][n]["project"], x["cpu"][n]["transformers"]) for x in w[variant]]
+            ours = [t for p, _ in pairs for t in p]
+            theirs = [t for _, q in pairs for t in q]
+            ratios = [b / a for p, q in pairs for a, b in zip(p, q)]  # neighbouring calls, peer / project
+            cpu_ratios = [b / a for p, q in cpus for a, b in zip(p, q)]
+            lo, hi = interval(ratios)
+            f["project" + key] = med(ours)
+            f["transformers" + key] = med(theirs)  # the peer's calls paired with this variant's
+            f["ratio" + key] = med(ratios)
+            f["ratio" + key + "_interval"] = [lo, hi]
+            f["ahead" + key] = sum(x > 1 for x in ratios) / len(ratios)  # share of pairs the project won
+            f["cpu_ratio" + key] = med(cpu_ratios)
+            f["pairs" + key] = len(ratios)
+            f["per_process" + key] = [med([b / a for a, b in zip(p, q)]) for p, q in pairs]
+        s["forward_s"][n] = f
     if "hooks" in r:
         h = {}
         for side, runs in r["hooks"].items():
@@ -473,7 +497,7 @@ def _x(r: float) -> str:
 def table(res: dict) -> str:
     m = res["meta"]
     L = [f"# the project against its peers · {m['date']} · {m['threads']} thread(s) each side · "
-         f"{m['rounds']} rounds (forward: {m.get('forward_rounds', m['rounds'])}) x {m['reps']} reps · load average {m['load_avg']} -> {m.get('load_avg_end', '?')} · "
+         f"{m['rounds']} rounds (forward: {m.get('forward_rounds', m['rounds'])} x 2 processes of {m.get('pairs', m['reps'])} pairs) · load average {m['load_avg']} -> {m.get('load_avg_end', '?')} · "
          f"malloc: {m['malloc']} · torch {m['torch']} · {', '.join(m['peers'])}"]
     for name, s in res["models"].items():
         L.append("")
@@ -488,9 +512,12 @@ def table(res: dict) -> str:
         for n, f in s["forward_s"].items():
             L.append(f"{f'warm forward, {n} tokens':<34}{f['project']:>10.4f} s{f['project_all']:>10.4f} s"
                      f"{f['transformers']:>10.4f} s   {_x(f['ratio'])}; {_x(f['ratio_all'])}")
-            c = f["cpu_s"]
-            L.append(f"{'  the same, CPU seconds':<34}{c['project']:>10.4f} s{c['project_all']:>10.4f} s"
-                     f"{c['transformers']:>10.4f} s   {_x(f['cpu_ratio'])}; {_x(f['cpu_ratio_all'])}")
+            lo, hi = f["ratio_interval"]
+            alo, ahi = f["ratio_all_interval"]
+            L.append(f"{'  paired calls, peer / project':<34}{f['pairs']:>6} pairs: 90% interval of the median "
+                     f"{lo:.3f}-{hi:.3f} (every hook {alo:.3f}-{ahi:.3f}); the project faster in "
+                     f"{f['ahead']:.0%} of pairs; per process {' '.join(f'{x:.2f}' for x in f['per_process'])}; "
+                     f"CPU seconds {f['cpu_ratio']:.3f}")
         if "hooks" in s:
             h = s["hooks"]
             L.append(f"hook overhead at {HOOK_TOKENS} tokens (run_with_cache / plain forward): project "
@@ -520,9 +547,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch threads on both sides (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="fresh-process rounds per case, alternating (default 3)")
     p.add_argument("--forward-rounds", type=int, default=None,
-                   help="fresh-process rounds for the warm forward (default: --rounds); the same forward varies "
-                        "by a third between fresh processes, so deciding a few per cent takes many rounds")
-    p.add_argument("--reps", type=int, default=3, help="warm forwards per length per process (default 3)")
+                   help="rounds of the paired warm forward (default: --rounds); each round is two processes, one per "
+                        "project variant, each holding both models")
+    p.add_argument("--reps", type=int, default=3, help="repetitions per process of the hook-overhead case (2N+1)")
+    p.add_argument("--pairs", type=int, default=10,
+                   help="warm-forward pairs (project, transformers) per length per process (default 10)")
     p.add_argument("--models", default="minilm,smollm2")
     p.add_argument("--only", default="parity,hooks,payload",
                    help="optional parts besides cold/load/peak/forward: parity, hooks, payload")
@@ -537,7 +566,7 @@ def main(argv=None) -> int:
     a.models = [x.strip() for x in a.models.split(",") if x.strip()]
     a.only = {x.strip() for x in a.only.split(",") if x.strip()}
     if set(a.models) - set(MODELS) or a.only - {"parity", "hooks", "payload"} or a.threads < 1 or a.rounds < 1 \
-            or a.reps < 1 or (a.forward_rounds is not None and a.forward_rounds < 1):
+            or a.reps < 1 or a.pairs < 1 or (a.forward_rounds is not None and a.forward_rounds < 1):
         p.error(f"--models from {', '.join(MODELS)}; --only from parity, hooks, payload; counts >= 1")
     from model import fetch
 

@@ -190,3 +190,28 @@ def test_bench_peers_floors_flag_a_ratio_against_the_project():
     assert got == {"minilm cold start": False, "minilm load": True, "minilm peak memory (512)": True,
                    "minilm forward 512": True, "minilm parity (512)": False}
     assert peers.pins()[0] == "transformers==5.23.0"  # the parity script's pin, read from it
+
+
+def test_bench_peers_pairs_neighbouring_calls():
+    """The warm-forward ratio is the median of peer / project over neighbouring calls in one
+    process, so a slow stretch of the machine that hits both calls of a pair cancels out; a
+    per-side median would not. Here the project is 10 % faster in every pair while the machine
+    slows everything down threefold half-way through."""
+    from bench import peers
+
+    slow = [1.0] * 5 + [3.0] * 5
+    proj = [0.9 * f for f in slow]
+    peer = [1.0 * f for f in slow]
+    one = {"times": {"16": {"project": proj, "transformers": peer}},
+           "cpu": {"16": {"project": proj, "transformers": peer}}, "tokens": {"16": [16, 16]}}
+    behind = {"times": {"16": {"project": peer, "transformers": proj}},
+              "cpu": {"16": {"project": peer, "transformers": proj}}, "tokens": {"16": [16, 16]}}
+    cold = {"cold_s": 1.0, "load_s": 1.0, "peak_mb": 1.0, "tokens": [16, 512]}
+    r = {"cold": {"project": [cold], "project_all": [cold], "transformers": [cold]},
+         "warm": {"patterns": [one, one], "all": [behind]}}
+    f = peers.summarise(r)["forward_s"]["16"]
+    assert abs(f["ratio"] - 1 / 0.9) < 1e-9 and f["ahead"] == 1.0 and f["pairs"] == 20
+    assert f["ratio_interval"][0] <= f["ratio"] <= f["ratio_interval"][1]
+    assert abs(f["ratio_all"] - 0.9) < 1e-9 and f["ahead_all"] == 0.0
+    assert peers.floors({"models": {"m": {**peers.summarise(r), "cold_s": {"ratio": 1}, "load_s": {"ratio": 1},
+                                              "peak_mb": {"ratio": 1}}}})["m forward 16"]

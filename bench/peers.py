@@ -1,6 +1,6 @@
 """The project against its peers, measured side by side: ``python -m bench peers``.
 
-    python -m bench peers --threads 2 --check          # the full run (about 10-15 minutes, 2 cores)
+    python -m bench peers --threads 2 --check          # the full run (17 minutes on 2 cores)
     python -m bench peers --quick --threads 1          # a short run (fewer repetitions, no SmolLM2 512-token HTML)
     python -m bench peers --json bench/results/peers.json
     python -m bench peers --malloc default             # the project side with glibc's malloc defaults

@@ -43,6 +43,7 @@ import datetime as dt
 import importlib.util
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -332,8 +333,6 @@ def med(xs):
 
 def interval(xs: list[float], level: float = 0.9, draws: int = 2000) -> tuple[float, float]:
     """A bootstrap interval of the median of ``xs`` (seeded: the same figures give the same interval)."""
-    import random
-
     if len(xs) < 2:
         return (med(xs), med(xs))
     rng = random.Random(0)
@@ -549,7 +548,7 @@ def main(argv=None) -> int:
     p.add_argument("--forward-rounds", type=int, default=None,
                    help="rounds of the paired warm forward (default: --rounds); each round is two processes, one per "
                         "project variant, each holding both models")
-    p.add_argument("--reps", type=int, default=3, help="repetitions per process of the hook-overhead case (2N+1)")
+    p.add_argument("--reps", type=int, default=3, help="the hook-overhead case runs 2N+1 repetitions per process (default 3)")
     p.add_argument("--pairs", type=int, default=10,
                    help="warm-forward pairs (project, transformers) per length per process (default 10)")
     p.add_argument("--models", default="minilm,smollm2")

@@ -43,7 +43,8 @@ class Mask:
         self.allowed = allowed  # broadcastable to (B, 1, Tq, Tk)
         self._everywhere: bool | None = None
         self._bias: dict[torch.dtype, torch.Tensor] = {}
-        self._empty: torch.Tensor | None | bool = False  # False: not computed yet
+        self._empty: torch.Tensor | None = None
+        self._empty_known = False
 
     @classmethod
     def of(cls, mask: "torch.Tensor | Mask | None") -> "Mask | None":
@@ -66,9 +67,9 @@ class Mask:
     @property
     def empty(self) -> torch.Tensor | None:
         """(.., Tq, 1) True for a query with no allowed key (its pattern row is zeros); None if none."""
-        if self._empty is False:
+        if not self._empty_known:
             e = ~self.allowed.any(-1, keepdim=True)
-            self._empty = e if bool(e.any()) else None
+            self._empty, self._empty_known = (e if bool(e.any()) else None), True
         return self._empty
 
 
@@ -158,9 +159,9 @@ class Attention(nn.Module):
         """x: (B, Tq, d) queries; kv: (B, Tk, d) keys/values (default x); mask broadcastable
         to (B, 1, Tq, Tk), True where allowed, or a ``Mask`` of it (shared by a stack's layers);
         rotary: (cos, sin) tables for the positions of x ((Tq, hs), or (B, 1, Tq, hs) for
-        per-sentence positions); cache: the keys/values of this
-        call's earlier steps: the new ones are appended and the attention reads them all (then
-        Tk = earlier + new, and the mask covers every key so far)."""
+        per-sentence positions); cache: the keys/values of this call's earlier steps: the new
+        ones are appended and the attention reads them all (then Tk = earlier + new, and the mask
+        covers every key so far)."""
         kv = x if kv is None else kv
         B, Tq, _ = x.shape
         q = self._heads(self.W_Q(x), self.n_heads)  # (B, nh, Tq, hs)

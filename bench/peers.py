@@ -51,6 +51,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.models import interleaved  # standard library only: safe in the peers' venv
+
 ROOT = Path(__file__).resolve().parent.parent
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TRANSFORMER_LENS = "transformer-lens==4.3.0"
@@ -228,19 +230,6 @@ def job_paired(job: dict) -> dict:
     return out
 
 
-def _alternate(fns: dict, reps: int) -> dict[str, list[float]]:
-    names = list(fns)
-    for f in fns.values():
-        f()
-    times: dict[str, list[float]] = {k: [] for k in names}
-    for i in range(reps):
-        for k in (names if i % 2 == 0 else names[::-1]):
-            t0 = time.perf_counter()
-            fns[k]()
-            times[k].append(time.perf_counter() - t0)
-    return times
-
-
 def job_hooks(job: dict) -> dict:
     """run_with_cache over the plain forward, alternating, on the 128-token sentence."""
     import torch
@@ -268,7 +257,7 @@ def job_hooks(job: dict) -> dict:
 
         n_hooks = len(cached()[1])
         fns = {"plain": plain, "cached": cached}
-    times = _alternate(fns, job["reps"])
+    times = interleaved(fns, job["reps"])
     return {"times": times, "n_hooks": n_hooks}
 
 

@@ -15,6 +15,7 @@ import functools
 import json
 import math
 from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -25,6 +26,13 @@ from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pa
 from .hooks import Cache, HookPoint, active
 from .positional import sinusoidal
 from .tokenizer import TextTokenizer, char_tokenizer, decode_chars
+
+
+# what each task the shipped weights learned (model/train.py) asks the model to write for a text
+TASKS: dict[str, Callable[[str], str]] = {
+    "reverse": lambda s: s[::-1],
+    "sort": lambda s: "".join(sorted(set(s))),
+}
 
 
 @dataclass
@@ -218,30 +226,36 @@ class SeedTransformer(HookedModel):
 
     def decode_step(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                     kv: list[tuple[KVCache, KVCache]]) -> torch.Tensor:
-        """Logits (B, vocab) for the last token of ``tgt`` (B, T), running the decoder on that
-        token only: the earlier tokens' keys and values come from ``kv`` (this call's caches,
-        which the step extends by one position)."""
-        p = tgt.shape[1] - 1  # the new token's position
+        """Logits (B, vocab) after the last token of ``tgt`` (B, T), running the decoder only on the
+        tokens the caches ``kv`` do not hold yet: the new one, step by step (the earlier tokens' keys
+        and values come from the caches, which the step extends), or several at once at the first
+        call of a decoding that starts from tokens already known (each then sees those before it)."""
+        p = kv[0][0].length  # positions already in the caches: the first new token's position
         self_mask = padding_mask(tgt, self.cfg.pad_id)  # (B, 1, 1, T): every real token so far
-        h = self.decoder(self.embed_tokens(tgt[:, p:]), memory, self_mask, src_mask, kv=kv, start=p)  # (B, 1, d)
-        return (h @ self.embedding.weight.T)[:, -1]  # (B, vocab)
+        if tgt.shape[1] - p > 1:  # several new tokens: the subsequent mask of their rows
+            self_mask = self_mask & causal_mask(tgt.shape[1], tgt.device)[:, :, p:]  # (B, 1, T - p, T)
+        h = self.decoder(self.embed_tokens(tgt[:, p:]), memory, self_mask, src_mask, kv=kv, start=p)
+        return h[:, -1] @ self.embedding.weight.T  # (B, vocab)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
 
     def _decode_loop(self, memory, src_mask, max_new: int, choose, use_cache: bool = True,
-                     step_scope: HookScope = contextlib.nullcontext) -> torch.Tensor:
+                     step_scope: HookScope = contextlib.nullcontext,
+                     start: torch.Tensor | None = None) -> torch.Tensor:
         """Write up to ``max_new`` tokens after <s>; each sentence stops at </s> (then pads).
 
         choose(logits (B, vocab), active (B,)) -> next ids (B,), the pad id where not active.
+        start: the decoder input so far (B, 1 + k): <s>, then k tokens already written (a row that
+        wrote </s> among them is done); default <s> alone.
         Returns the decoder input (B, 1 + steps): <s>, then what was written."""
         cfg = self.cfg
         B = memory.shape[0]
-        tgt = torch.full((B, 1), cfg.bos_id, dtype=torch.long)  # (B, 1)
-        done = torch.zeros(B, dtype=torch.bool)
+        tgt = torch.full((B, 1), cfg.bos_id, dtype=torch.long) if start is None else start  # (B, 1 + k)
+        done = (tgt[:, 1:] == cfg.eos_id).any(dim=1)  # (B,)
         kv = self.decoder.new_kv(capacity=1 + max_new) if use_cache else None
-        for _ in range(max_new):
+        for _ in range(max_new - (tgt.shape[1] - 1)):
             with step_scope():
                 if use_cache:
                     logits = self.decode_step(tgt, memory, src_mask, kv)  # (B, vocab)
@@ -258,15 +272,51 @@ class SeedTransformer(HookedModel):
         return torch.where(active, logits.argmax(-1), self.cfg.pad_id)  # (B,)
 
     @torch.inference_mode()
-    def greedy(self, src: torch.Tensor, max_new: int, use_cache: bool = True) -> list[list[int]]:
+    def greedy(self, src: torch.Tensor, max_new: int, use_cache: bool = True,
+               start: list[list[int]] | None = None) -> list[list[int]]:
         """Greedy decoding; each sentence stops at </s>. Returns ids without <s>/</s>.
 
         With ``use_cache`` each step runs the decoder on the new token only, reading the earlier
         tokens' keys and values from a key/value cache; without, every step recomputes every
-        earlier position (the same tokens, more slowly: kept for the tests and the benchmark)."""
+        earlier position (the same tokens, more slowly: kept for the tests and the benchmark).
+        ``start``: per sentence, the first tokens greedy decoding writes, when already known (what
+        ``_confirmed`` returns); decoding goes on from the longest start every unfinished row shares."""
         memory, src_mask = self.encode(src)
-        tgt = self._decode_loop(memory, src_mask, max_new, self._argmax, use_cache)
+        prefix = None
+        if start is not None:
+            cfg = self.cfg
+            open_rows = [w for w in start if cfg.eos_id not in w]
+            k = min((len(w) for w in open_rows), default=0)
+            rows = [w if cfg.eos_id in w and len(w) <= k else w[:k] for w in start]
+            prefix = pad_batch([[cfg.bos_id] + w for w in rows], cfg.pad_id)  # (B, 1 + k)
+        tgt = self._decode_loop(memory, src_mask, max_new, self._argmax, use_cache, start=prefix)
         return [self._written(row)[0] for row in tgt[:, 1:].tolist()]
+
+    def _guess(self, texts: list[str], max_new: int) -> list[list[int]] | None:
+        """What the weights were trained to write for each text (their task's target: TASKS), as
+        decoder ids ending in </s>, cut to ``max_new``; None for weights without a known task."""
+        target = TASKS.get(self.cfg.task)
+        if target is None:
+            return None
+        return [e.ids[:max_new] for e in self.tokenizer.encode([target(t) for t in texts])]
+
+    def _confirmed(self, logits: torch.Tensor, guess: list[list[int]], max_new: int) -> list[list[int]]:
+        """What greedy decoding writes, as far as a teacher-forced pass over <s> + ``guess`` shows it.
+
+        ``logits`` (B, T, vocab) of that pass: position j's argmax is the token greedy decoding
+        chooses after <s> and the guess's first j tokens, so long as those are what it chose
+        before. Per row: the argmax after <s>, then after each guessed token it matched, up to and
+        including the first that differs from the guess (greedy's own choice there), </s>, or
+        ``max_new`` tokens."""
+        out = []
+        for p, g in zip(logits.argmax(-1).tolist(), guess):
+            w: list[int] = []
+            for j in range(min(len(g) + 1, max_new)):  # p[j]: the choice after <s> + g[:j]
+                w.append(p[j])
+                if p[j] == self.cfg.eos_id or j == len(g) or p[j] != g[j]:
+                    break
+            out.append(w)
+        return out
 
     def _written(self, row: list[int]) -> tuple[list[int], list[int]]:
         """A row of written ids -> (the text's ids, the same with the </s> if one was written)."""
@@ -296,14 +346,31 @@ class SeedTransformer(HookedModel):
         tt, cfg = self.tokenizer, self.cfg
         encs, src, truncated = self._source(texts)
         max_new = min(src.shape[1] + 8, cfg.max_len - 1)
-        # with edits active (model/edits.py) every step recomputes its whole prefix: an edit such as
-        # ablate_mean or no_causal reads all the positions written so far, which a cached step
-        # (one new query) does not have
-        generated = self.greedy(src, max_new, use_cache=not active())
+        # Draft and verify: for weights trained on a task, the hooked teacher-forced pass runs first
+        # on what the task asks for. Its argmax at each position is greedy decoding's choice there
+        # (the decoder is causal), so when every choice matches the guess, that pass is the run and
+        # greedy decoding needs no step of its own. Where the model writes something else, decoding
+        # goes on step by step from the last token it confirmed, and the hooked pass runs again on
+        # what was written. With edits active (model/edits.py), never: an edit such as no_causal lets
+        # a position read later ones, and every step recomputes its whole prefix (an edit such as
+        # ablate_mean reads all the positions written so far, which a cached step does not have).
+        guess = None if active() else self._guess(texts, max_new)
+        generated = start = logits = None
+        if guess is not None:
+            tgt = pad_batch([[cfg.bos_id] + self._written(g)[0] for g in guess], cfg.pad_id)  # (B, T)
+            with scope():
+                logits = self(src, tgt)
+            start = self._confirmed(logits, [self._written(g)[0] for g in guess], max_new)
+            if all(cfg.eos_id in w or len(w) >= max_new for w in start):  # every row written
+                generated = [self._written(w)[0] for w in start]
+            if start != guess:  # the pass ran on other tokens than those written
+                logits = None
+        if generated is None:
+            generated = self.greedy(src, max_new, use_cache=not active(), start=start)
         dec_ids = [[cfg.bos_id] + g[: cfg.max_len - 1] for g in generated]
-        tgt = pad_batch(dec_ids, cfg.pad_id)  # (B, T)
-        with scope():
-            logits = self(src, tgt)
+        if logits is None:
+            with scope():
+                logits = self(src, pad_batch(dec_ids, cfg.pad_id))  # tgt: (B, T)
         cache = Cache(
             tokens=[e.tokens for e in encs], token_ids=[e.ids for e in encs],
             offsets=[e.offsets for e in encs],

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from .attention import causal_mask, padding_mask
 from .base import pad_batch
 from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
-from .seed import SeedConfig, SeedTransformer
+from .seed import TASKS, SeedConfig, SeedTransformer
 from .tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, decode_chars,
                         save)
 
@@ -70,11 +70,9 @@ _KO_WORDS = ("나는 너는 우리 오늘 내일 학교 에 에서 가 이 을 �
 
 
 def task_target(task: str, s: str) -> str:
-    if task == "reverse":
-        return s[::-1]
-    if task == "sort":
-        return "".join(sorted(set(s)))
-    raise ValueError(f"unknown task {task!r}: choose reverse or sort")
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}: choose {' or '.join(TASKS)}")
+    return TASKS[task](s)
 
 
 def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> str:
@@ -283,7 +281,7 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("task", choices=["reverse", "sort"])
+    p.add_argument("task", choices=list(TASKS))
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: per task)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)

@@ -21,6 +21,7 @@ import model
 from model import fetch
 from model.attention import KVCache
 from model.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, decode_chars
+from model.train import sample_input
 
 # absolute for weights (≤ 1); for other tensors, relative to the tensor's largest entry. float32
 # rounding alone differs between batch shapes (matmul blocking): up to 1.4e-5 of the largest entry
@@ -219,6 +220,67 @@ def test_greedy_with_cache_writes_what_the_uncached_greedy_wrote(request, which)
         uncached = m.greedy(src, max_new, use_cache=False)
         assert m.greedy(src, max_new) == uncached
         assert m.run_with_cache(chunk)[0].generated == [decode_chars(m.tokenizer, g) for g in uncached]
+
+
+def _counting_steps(m, monkeypatch) -> list[int]:
+    """Count the cached decoding steps ``m`` runs from now on."""
+    calls = [0]
+    step = m.decode_step
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(m, "decode_step", counted)
+    return calls
+
+
+@pytest.mark.parametrize("which", ["seed", "sort"])
+def test_a_confirmed_draft_is_what_greedy_decoding_writes(request, monkeypatch, which):
+    """run_with_cache first runs its hooked pass on what the weights' task asks for (the draft):
+    the run equals plain greedy decoding whether the model writes the draft (then no decoding step
+    runs at all) or not (decoding goes on from the last token it confirmed); in both, the argmax
+    of the run's logits after each decoder token is the next token written, and </s> at the end."""
+    m = request.getfixturevalue(which)
+    steps = _counting_steps(m, monkeypatch)
+    rng = random.Random(3)
+    # the task's own inputs (mostly written as asked), natural text and random strings (often not)
+    chunks = [[sample_input(m.cfg.task, rng) for _ in range(k)] for k in (1, 2, 3, 1, 2)]
+    chunks += [NATURAL[i: i + 3] for i in range(0, 12, 3)] + [random_strings(2, seed=k) for k in range(12)]
+    drafted = resumed = 0
+    for chunk in chunks:
+        _, src, _ = m._source(chunk)
+        max_new = min(src.shape[1] + 8, m.cfg.max_len - 1)
+        before = steps[0]
+        plain = m.greedy(src, max_new, use_cache=False)  # recomputes every step: not counted
+        assert steps[0] == before
+        out, cache = m.run_with_cache(chunk)
+        drafted += steps[0] == before
+        resumed += steps[0] > before
+        assert [ids[1:] for ids in cache.decoder_token_ids] == plain
+        chosen = out.logits.argmax(-1)  # (B, T)
+        for b, (ids, g) in enumerate(zip(cache.decoder_token_ids, plain)):
+            n = len(ids)
+            assert chosen[b, : n - 1].tolist() == ids[1:]
+            if len(g) < max_new:  # it stopped because it chose </s>
+                assert chosen[b, n - 1].item() == m.cfg.eos_id
+    assert drafted >= 3 and resumed >= 3, (drafted, resumed)  # both ways were taken
+
+
+def test_greedy_goes_on_from_tokens_already_written(seed):
+    """greedy(start=...) writes what greedy decoding from <s> writes, from any known beginning:
+    rows of different lengths, a row that already wrote </s>, a row with nothing known."""
+    texts = ["hello world", "attention is all you need", "a", "안녕하세요"]
+    _, src, _ = seed._source(texts)
+    max_new = min(src.shape[1] + 8, seed.cfg.max_len - 1)
+    full = seed.greedy(src, max_new)
+    ended = [g + [seed.cfg.eos_id] for g in full]
+    for cut in ([3, 10, 1, 0], [5, 5, 5, 5], [len(ended[0]), 2, len(ended[2]), 4]):
+        start = [e[:k] for e, k in zip(ended, cut)]
+        assert seed.greedy(src, max_new, start=start) == full, cut
+    # a wrong beginning is written on, not corrected: the start is taken as written
+    wrong = [[seed.tokenizer.tok.token_to_id("z")] * 4 for _ in texts]
+    assert seed.greedy(src, max_new, start=wrong) != full
 
 
 # --- the Llama decoder ---------------------------------------------------------------------------

@@ -30,6 +30,23 @@ def test_every_figure_is_what_validated_plotly_makes_of_it(seed, run, block):
             assert as_json(plain) == as_json(fig.to_dict()), sid
 
 
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_json_sent_is_what_plotly_writes(seed, run, lang):
+    """fastpath.to_json (orjson) writes, for every figure, what plotly.io.to_json writes: the same
+    values once parsed, and nothing an HTML page would read as markup."""
+    for block in stages.BLOCKS:
+        for sid in stages.STAGE_IDS:
+            fig, _ = stages.stage_figure(sid, run, seed.info, stages.Selection("seed", 1, 1, 1, block), lang=lang)
+            plain = fastpath.plain_dict(fig)
+            ours = fastpath.to_json(plain)
+            assert json.loads(ours) == as_json(plain), sid
+            assert not {"<", ">", "/"} & set(ours), sid
+    odd = {"text": ["</script><b>x</b>", "\u2028", "한국어"], "z": [float("nan"), float("-inf"), 1e-05],
+           "labels": np.array(["a", "<b>"]), "n": np.float32(0.5), "k": np.int64(3)}
+    assert json.loads(fastpath.to_json(odd)) == as_json(odd)
+    assert "<" not in fastpath.to_json(odd) and "\u2028" not in fastpath.to_json(odd)
+
+
 def test_typed_arrays_are_what_plotly_writes():
     """plotly 7.1 writes numeric arrays as base64 typed arrays, 64-bit ints narrowed: so must we."""
     for a in (np.arange(5), np.arange(70000), np.linspace(0, 1, 7, dtype=np.float32),

@@ -20,7 +20,6 @@ except ImportError:
     sys.path.insert(0, str(ROOT))
     import model  # noqa: F401
 
-import pandas as pd
 import streamlit as st
 
 from explorer import export_ui, i18n, inputs, presenter, state
@@ -183,8 +182,8 @@ def show_generated(run, texts: list[str], m) -> None:
     task = t("untrained") if task == "untrained" else task
     st.markdown(f"**{t('generated_title', task=task)}**")
     gen = [g if g else t("generated_empty") for g in run.generated]
-    st.dataframe(pd.DataFrame({t("input"): [style.plain_text(x) for x in texts],
-                               t("output"): [style.plain_text(g) for g in gen]}), width="stretch", hide_index=False)
+    st.dataframe(state.text_table({t("input"): [style.plain_text(x) for x in texts],
+                                   t("output"): [style.plain_text(g) for g in gen]}), width="stretch", hide_index=False)
 
 
 class Page:

@@ -1572,10 +1572,17 @@ def t(key: str, lang: str = "en", **kw) -> str:
     return text.format(**kw) if kw else text
 
 
+_FIG_LABELS: dict[str, dict[str, str]] = {}
+
+
 def fig_labels(lang: str = "en") -> dict[str, str]:
-    """The figure and table labels ("fig.*" keys, without the prefix) in ``lang``."""
+    """The figure and table labels ("fig.*" keys, without the prefix) in ``lang`` (a copy of the
+    language's labels, gathered once: a page asks for them for every figure and caption)."""
     lang = lang_or_default(lang)
-    return {k[4:]: v[lang] for k, v in WORDS.items() if k.startswith("fig.")}
+    labels = _FIG_LABELS.get(lang)
+    if labels is None:
+        labels = _FIG_LABELS[lang] = {k[4:]: v[lang] for k, v in WORDS.items() if k.startswith("fig.")}
+    return dict(labels)
 
 
 def stage_text(stage_id: str, lang: str = "en") -> dict[str, str]:

@@ -20,6 +20,7 @@ do not show the server's folders.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -27,6 +28,7 @@ from collections import OrderedDict
 from dataclasses import astuple, replace
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
@@ -66,15 +68,26 @@ def _hide_paths(text: str) -> str:
     return text
 
 
+STAMP_RECHECK_S = 1.0
+_STAMPS: dict[str, tuple[float, Path, float | None]] = {}  # name -> (checked at, path, stamp)
+
+
 def weights_stamp(name: str) -> float | None:
-    """The seed checkpoint's modification time (None if missing, or not a seed model)."""
+    """The seed checkpoint's modification time (None if missing, or not a seed model), read from
+    the file at most once a second (a page asks for it for every figure)."""
     path = SEED_WEIGHTS.get(name)
     if path is None:
         return None
+    now = time.monotonic()
+    seen = _STAMPS.get(name)
+    if seen is not None and seen[1] == path and now - seen[0] < STAMP_RECHECK_S:
+        return seen[2]
     try:
-        return Path(path).stat().st_mtime
+        stamp = Path(path).stat().st_mtime
     except OSError:
-        return None
+        stamp = None
+    _STAMPS[name] = (now, path, stamp)
+    return stamp
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
@@ -160,11 +173,15 @@ class _Memo:
     """A thread-safe memo, bounded in entries and in bytes (least recently used out first) and
     in age: what st.cache_resource did for the figures, without hashing every argument on every
     call (a page asks for about twenty figures on every rerun of every session). One thread makes
-    a missing value while others asking for the same key wait for it."""
+    a missing value while others asking for the same key wait for it. Entries past their age are
+    never answered, and dropped at most every SWEEP_S seconds (a walk over every entry)."""
+
+    SWEEP_S = 5.0
 
     def __init__(self, max_entries: int, ttl: float, max_bytes: int | None = None) -> None:
         self.max_entries, self.ttl, self.max_bytes = max_entries, ttl, max_bytes
         self.bytes = 0
+        self._swept = time.monotonic()  # when entries past their age were last dropped
         self._items: OrderedDict = OrderedDict()  # key -> (made at, value, bytes)
         self._making: dict = {}  # key -> lock held while one thread makes it
         self._lock = threading.Lock()
@@ -195,8 +212,10 @@ class _Memo:
                     old = self._items.pop(key, None)
                     self.bytes += size - (old[2] if old else 0)
                     self._items[key] = (now, value, size)
-                    for k in [k for k, item in self._items.items() if now - item[0] >= self.ttl]:
-                        self.bytes -= self._items.pop(k)[2]
+                    if now - self._swept >= min(self.ttl, self.SWEEP_S):  # (a hit checks the age itself)
+                        self._swept = now
+                        for k in [k for k, item in self._items.items() if now - item[0] >= self.ttl]:
+                            self.bytes -= self._items.pop(k)[2]
                     while len(self._items) > 1 and (len(self._items) > self.max_entries or (
                             self.max_bytes is not None and self.bytes > self.max_bytes)):
                         self.bytes -= self._items.popitem(last=False)[1][2]
@@ -266,6 +285,17 @@ def arrow_table(df):
             _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = (df, table)
     return table
+
+
+@functools.lru_cache(maxsize=256)
+def _text_table(columns: tuple[tuple[str, tuple[str, ...]], ...]) -> pa.Table:
+    return pa.Table.from_pandas(pd.DataFrame({name: list(values) for name, values in columns}))
+
+
+def text_table(columns: dict[str, list[str]]) -> pa.Table:
+    """A small table of text (a column name -> its cells) as the Arrow table st.dataframe sends,
+    built once per content (the generated output is shown on every rerun of every session)."""
+    return _text_table(tuple((name, tuple(values)) for name, values in columns.items()))
 
 
 def stage_figure(stage_id: str, name: str, texts: list[str], run: RunData, info, sel, lang: str,

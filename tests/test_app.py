@@ -91,6 +91,12 @@ def test_the_figure_memo_is_bounded_in_entries_bytes_and_age_and_makes_each_valu
     time.sleep(0.02)
     old.get("x", make("x"))
     assert made.count("x") == 2  # too old: made again
+    swept = state._Memo(max_entries=10, ttl=0.01, max_bytes=1000)
+    swept.SWEEP_S = 0.0  # every insert may sweep
+    swept.get("a", make("a", 10), lambda v: v[1])
+    time.sleep(0.02)
+    swept.get("b", make("b", 10), lambda v: v[1])
+    assert len(swept) == 1 and swept.bytes == 10  # "a", too old, dropped when "b" came in
 
 
 def test_tables_are_sent_only_when_asked_for():

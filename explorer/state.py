@@ -234,7 +234,8 @@ class _Memo:
 
 
 FIGURE_CACHE_ENTRIES = 256
-# the figures' JSON in all (a figure also keeps its arrays and table: about 2-3x this in memory);
+# the memory of the figures' JSON in all (fastpath.json_bytes; a figure also keeps its arrays and table:
+# about 2-3x this);
 # a default page for one short sentence is about 1 MB of JSON, one 512-token heatmap about 2 MB
 FIGURE_CACHE_JSON_BYTES = 64 * 2**20
 _FIGURES = _Memo(FIGURE_CACHE_ENTRIES, RUN_CACHE_TTL, FIGURE_CACHE_JSON_BYTES)

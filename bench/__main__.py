@@ -7,6 +7,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --only hooks,stages     # sections: hooks, stages, decoding, export, concurrency
     python -m bench --malloc default        # glibc's malloc defaults instead of the app's (model/malloc.py)
     python -m bench peers --threads 2 --check   # against transformers, TransformerLens, BertViz (bench/peers.py)
+    python -m bench --only workshop --workshop 60:2 --baseline 9d4b5dc   # this code against another revision's
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -22,17 +23,28 @@ Figures (each a ratio of two things measured side by side in one run, where a ra
                   mode, seed model), speaking Streamlit's websocket protocol: errors, p95 of a
                   sentence change; target 20 sessions for 60 s, 0 errors, p95 <= 2 s; then the
                   server's resident memory across 1000 reruns (flat: < 10% growth once warm)
+  workshop        learners with a class's rhythm against one process or replicas behind nginx
+                  (--workshop learners:replicas,...): click, sentence and burst latencies, server CPU
+                  per action, RSS; with --baseline REV, every configuration also runs on REV's app
+                  (baseline, current, current, baseline) and the table prints baseline / current
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import functools
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HOOK_TARGET = 1.15
 HEATMAP_LIMIT = 2_000_000
@@ -158,40 +170,87 @@ def _stats(xs: list[float]) -> dict:
             "max_s": max(xs) if xs else None}
 
 
+@contextlib.contextmanager
+def checkout(rev: str):
+    """A throwaway `git worktree` of ``rev`` (the shipped seed weights come with it), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-baseline-")) / "tree"
+    run = functools.partial(subprocess.run, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    made = run(["git", "worktree", "add", "--detach", str(folder), rev])
+    if made.returncode:
+        raise SystemExit(f"--baseline {rev}: git worktree add failed: {made.stderr.strip()[:300]}")
+    try:
+        yield folder
+    finally:
+        run(["git", "worktree", "remove", "--force", str(folder)])
+        shutil.rmtree(folder.parent, ignore_errors=True)
+
+
 def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[float, float], p_sentence: float,
-                     arrival: float, model_name: str = "seed") -> list[dict]:
+                     arrival: float, model_name: str = "seed", baseline: str | None = None) -> list[dict]:
     """A workshop's rhythm against a real hosted server: for each (learners, replicas), replicas = 0
     is one `streamlit run` process, N >= 1 is scripts/serve.sh (N processes behind nginx). Every
-    learner opens ``model_name``'s page (``?model=...``; the default page for the seed model)."""
+    learner opens ``model_name``'s page (``?model=...``; the default page for the seed model).
+
+    ``baseline`` (a git revision): each configuration also runs on that revision's app (a worktree),
+    side by side: the baseline, then this checkout, then this checkout again and the baseline
+    (the order flipped, as the host's pace drifts); every row says which code it ran."""
+    if baseline is None:
+        return [dict(_workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name), code="current")
+                for learners, replicas in configs]
+    out = []
+    with checkout(baseline) as tree:
+        for learners, replicas in configs:
+            for code, root in (("baseline", tree), ("current", ROOT), ("current", ROOT), ("baseline", tree)):
+                row = _workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, root)
+                out.append(dict(row, code=code if code == "current" else f"baseline {baseline}"))
+    return out
+
+
+def _workshop_run(learners: int, replicas: int, seconds: float, act: tuple[float, float], p_sentence: float,
+                  arrival: float, model_name: str, root: Path = ROOT) -> dict:
     from . import server as sv
 
     page = sv.Page.of(model_name)
     query = "" if model_name == "seed" else f"model={model_name}"
+    t0 = time.perf_counter()
+    ctx = sv.Server(hosted=True, root=root) if replicas == 0 else sv.Balancer(replicas, root=root)
+    with ctx as srv:
+        pids = [srv.proc.pid] if replicas == 0 else srv.pids
+        # every replica imports, loads the model and draws the page once, as a host would
+        cold_s, cold_errors = sv.warm_up(srv, query=query) if replicas == 0 else srv.warm_up(query=query)
+        r = sv.workshop_test(srv.port, pids, page=page, learners=learners, seconds=seconds, think=act,
+                             p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0, query=query)
+        log = srv.log_tail(15) if r.errors else ""
+    clicks = [x for k in sv.CLICKS for x in r.latencies.get(k, [])]
+    errors = [f"warm-up: {e}" for e in cold_errors] + r.errors
+    return {
+        "model": model_name, "learners": learners, "replicas": replicas, "seconds": seconds, "act_every_s": list(act),
+        "p_sentence": p_sentence, "arrival_s": arrival, "actions": r.actions,
+        "actions_per_s": r.actions / seconds, "errors": len(errors), "error_messages": errors[:10],
+        "click": _stats(clicks), "sentence": _stats(r.latencies.get("sentence", [])),
+        "burst": _stats(r.burst), "first_load": _stats(r.first_load_s),
+        "per_kind": {k: _stats(v) for k, v in r.latencies.items()},
+        "cpu_s": r.cpu_s, "cpu_s_per_action": r.cpu_s / r.actions if r.actions else None,
+        "cpu_s_per_s": r.cpu_s / seconds, "burst_cpu_s": r.burst_cpu_s,
+        "rss_max_mb": max(r.rss_mb) if r.rss_mb else None, "wall_s": time.perf_counter() - t0,
+        "server_log_tail": log,
+    }
+
+
+def baseline_ratios(rows: list[dict]) -> list[dict]:
+    """Per configuration run side by side (``--baseline``): baseline / current of the medians of
+    each code's runs, for the click, sentence and burst p95 and the CPU seconds per action (> 1:
+    the current code is faster)."""
     out = []
-    for learners, replicas in configs:
-        t0 = time.perf_counter()
-        ctx = sv.Server(hosted=True) if replicas == 0 else sv.Balancer(replicas)
-        with ctx as srv:
-            pids = [srv.proc.pid] if replicas == 0 else srv.pids
-            # every replica imports, loads the model and draws the page once, as a host would
-            cold_s, cold_errors = sv.warm_up(srv, query=query) if replicas == 0 else srv.warm_up(query=query)
-            r = sv.workshop_test(srv.port, pids, page=page, learners=learners, seconds=seconds, think=act,
-                                 p_sentence=p_sentence, arrival=arrival, sticky=replicas > 0, query=query)
-            log = srv.log_tail(15) if r.errors else ""
-        clicks = [x for k in sv.CLICKS for x in r.latencies.get(k, [])]
-        errors = [f"warm-up: {e}" for e in cold_errors] + r.errors
-        out.append({
-            "model": model_name, "learners": learners, "replicas": replicas, "seconds": seconds, "act_every_s": list(act),
-            "p_sentence": p_sentence, "arrival_s": arrival, "actions": r.actions,
-            "actions_per_s": r.actions / seconds, "errors": len(errors), "error_messages": errors[:10],
-            "click": _stats(clicks), "sentence": _stats(r.latencies.get("sentence", [])),
-            "burst": _stats(r.burst), "first_load": _stats(r.first_load_s),
-            "per_kind": {k: _stats(v) for k, v in r.latencies.items()},
-            "cpu_s": r.cpu_s, "cpu_s_per_action": r.cpu_s / r.actions if r.actions else None,
-            "cpu_s_per_s": r.cpu_s / seconds, "burst_cpu_s": r.burst_cpu_s,
-            "rss_max_mb": max(r.rss_mb) if r.rss_mb else None, "wall_s": time.perf_counter() - t0,
-            "server_log_tail": log,
-        })
+    for key in dict.fromkeys((w["model"], w["learners"], w["replicas"]) for w in rows if w["code"] != "current"):
+        mine = [w for w in rows if (w["model"], w["learners"], w["replicas"]) == key]
+        ratio = {}
+        for name, get in (("click_p95", lambda w: w["click"]["p95_s"]), ("sentence_p95", lambda w: w["sentence"]["p95_s"]),
+                          ("burst_p95", lambda w: w["burst"]["p95_s"]), ("cpu_s_per_action", lambda w: w["cpu_s_per_action"])):
+            base = [get(w) for w in mine if w["code"] != "current" and get(w)]
+            cur = [get(w) for w in mine if w["code"] == "current" and get(w)]
+            ratio[name] = statistics.median(base) / statistics.median(cur) if base and cur else None
+        out.append({"model": key[0], "learners": key[1], "replicas": key[2], **ratio})
     return out
 
 
@@ -212,7 +271,11 @@ def targets(res: dict, full: bool) -> dict:
     for w in res.get("workshop", []):
         if w.get("model", "seed") != "seed":  # the floors are the seed model's default page; others: capacity
             continue
+        if w.get("code", "current") != "current":  # a --baseline run: compared, not held to the floors
+            continue
         name = f"workshop.{w['learners']}_learners.{'direct' if w['replicas'] == 0 else str(w['replicas']) + '_replicas'}"
+        while name in t:  # the same configuration run again (--baseline): each run is held to the floors
+            name += "+"
         if w["replicas"] >= 2 and w["learners"] >= 60:
             ok = w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= BALANCED_CLICK_P95
             target = f"0 errors, click p95 <= {BALANCED_CLICK_P95}"
@@ -286,7 +349,7 @@ def table(res: dict) -> str:
         L.append("(learners/core by CPU: one core's second divided by the CPU seconds a learner costs per second, "
                  "i.e. the mean time between a learner's actions / CPU s per action)")
         L.append(f"{'model':>8}{'learners':>9}{'server':>12}{'actions/s':>10}{'click':>20}{'sentence':>20}{'burst':>20}"
-                 f"{'CPU s/action':>13}{'CPU s/s':>8}{'learners/core':>14}{'RSS MB':>8}{'errors':>7}")
+                 f"{'CPU s/action':>13}{'CPU s/s':>8}{'learners/core':>14}{'RSS MB':>8}{'errors':>7}  code")
         for w in res["workshop"]:
             srv = "1 process" if w["replicas"] == 0 else f"{w['replicas']}×nginx"
 
@@ -296,9 +359,14 @@ def table(res: dict) -> str:
             L.append(f"{w.get('model', 'seed'):>8}{w['learners']:>9}{srv:>12}{w['actions_per_s']:>10.2f}"
                      f"{cell(w['click']):>20}{cell(w['sentence']):>20}{cell(w['burst']):>20}"
                      f"{(w['cpu_s_per_action'] or 0):>13.3f}{w['cpu_s_per_s']:>8.2f}{per_core:>14.0f}"
-                     f"{(w['rss_max_mb'] or 0):>8.0f}{w['errors']:>7}")
+                     f"{(w['rss_max_mb'] or 0):>8.0f}{w['errors']:>7}  {w.get('code', 'current')}")
             for e in w["error_messages"][:3]:
                 L.append(f"    error: {e[:150]}")
+        for r in res.get("workshop_baseline", []):
+            srv = "1 process" if r["replicas"] == 0 else f"{r['replicas']}×nginx"
+            cells = "  ".join(f"{k} {'—' if r[k] is None else format(r[k], '.2f')}"
+                              for k in ("click_p95", "sentence_p95", "burst_p95", "cpu_s_per_action"))
+            L.append(f"  baseline / current, {r['model']}, {r['learners']} learners, {srv} (> 1: current faster): {cells}")
     if res.get("decoding"):
         L.append("")
         L.append("decoding: greedy with the key/value cache vs recomputing every earlier position at every "
@@ -376,6 +444,9 @@ def main(argv=None) -> int:
     p.add_argument("--act", default="3,6", help="workshop: seconds between a learner's actions: lo,hi")
     p.add_argument("--p-sentence", type=float, default=0.2, help="workshop: share of actions that are a new sentence")
     p.add_argument("--workshop-model", default="seed", help="workshop: the model every learner opens (seed, smollm2, ...)")
+    p.add_argument("--baseline", default=None, metavar="REV",
+                   help="workshop: also run every configuration on this git revision's app (a throwaway worktree), "
+                        "side by side: baseline, current, current, baseline; prints baseline / current ratios")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
                    help="glibc malloc settings for this process and the server: the app's (model/malloc.py, applied by `import model`, "
                         "as the app runs) or glibc's defaults")
@@ -435,7 +506,10 @@ def main(argv=None) -> int:
     if "export" in only:
         res["export"] = section_export(a.quick)
     if "workshop" in only:
-        res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival, a.workshop_model)
+        res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival, a.workshop_model,
+                                           a.baseline)
+        if a.baseline:
+            res["workshop_baseline"] = baseline_ratios(res["workshop"])
     if "concurrency" in only:
         res["concurrency"] = section_concurrency(a.sessions, a.seconds, think, a.reruns, a.arrival)
     res["targets"] = targets(res, full=not a.quick)

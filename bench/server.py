@@ -70,7 +70,9 @@ class Server:
     """``streamlit run explorer/app.py`` on 127.0.0.1 and a free port, from the repository root
     (so ``.streamlit/config.toml`` applies), in hosted mode unless told otherwise."""
 
-    def __init__(self, *, hosted: bool = True, env: dict | None = None, start_timeout: float = 90):
+    def __init__(self, *, hosted: bool = True, env: dict | None = None, start_timeout: float = 90,
+                 root: Path = ROOT):
+        self.root = root  # the checkout whose app runs (another revision's, for a side-by-side run)
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="bench-streamlit-", suffix=".log", delete=False)
@@ -83,7 +85,7 @@ class Server:
     def __enter__(self) -> "Server":
         cmd = [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.address", HOST,
                "--server.port", str(self.port), "--server.headless", "true"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -122,8 +124,9 @@ class Balancer:
     """``sh scripts/serve.sh --replicas N --port P``: N app processes behind nginx with sticky
     sessions, as a host would start them (hosted mode); ``pids`` are the app processes."""
 
-    def __init__(self, replicas: int, *, env: dict | None = None, start_timeout: float = 180):
+    def __init__(self, replicas: int, *, env: dict | None = None, start_timeout: float = 180, root: Path = ROOT):
         self.replicas = replicas
+        self.root = root
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="bench-serve-", suffix=".log", delete=False)
@@ -136,7 +139,7 @@ class Balancer:
         import psutil
 
         self.proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", str(self.replicas), "--port",
-                                      str(self.port)], cwd=ROOT, env=self.env, stdout=self.log,
+                                      str(self.port)], cwd=self.root, env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:

@@ -14,8 +14,8 @@ import contextlib
 import functools
 import json
 import math
-from dataclasses import asdict, dataclass, fields
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch

@@ -4,6 +4,7 @@ machine is shared): the full `python -m bench` reports it against the targets.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
+# kaleido's browser channel (choreographer 1.4) logs a message from chromium it cannot parse, with
+# its traceback, and goes on without it ("JSONError decoding message. Ignoring"); seen once, under
+# the full suite's load, with the export's figures all made
+_IGNORED_BY_CHOREOGRAPHER = re.compile(
+    r"JSONError decoding message\. Ignoring\n(?:.*\n)*?choreographer\.channels\._errors\.JSONError[^\n]*\n?")
+
+
+def ours(stderr: str) -> str:
+    """stderr without what kaleido's browser channel logs and ignores."""
+    return _IGNORED_BY_CHOREOGRAPHER.sub("", stderr)
+
 
 def test_quick_bench_prints_the_table_and_writes_the_same_figures(tmp_path):
     out = tmp_path / "bench.json"
     r = subprocess.run([sys.executable, "-m", "bench", "--quick", "--json", str(out)], cwd=ROOT,
                        capture_output=True, text=True, timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "Traceback" not in r.stderr
+    assert "Traceback" not in ours(r.stderr), r.stderr[-3000:]
     res = json.loads(out.read_text())
     table = r.stdout
 

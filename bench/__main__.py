@@ -194,23 +194,25 @@ def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[
     ``baseline`` (a git revision): each configuration also runs on that revision's app (a worktree),
     side by side: the baseline, then this checkout, then this checkout again and the baseline
     (the order flipped, as the host's pace drifts); every row says which code it ran."""
+    from . import server as sv
+
+    page = sv.Page.of(model_name)
     if baseline is None:
-        return [dict(_workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name), code="current")
-                for learners, replicas in configs]
+        return [dict(_workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, page),
+                     code="current") for learners, replicas in configs]
     out = []
     with checkout(baseline) as tree:
         for learners, replicas in configs:
             for code, root in (("baseline", tree), ("current", ROOT), ("current", ROOT), ("baseline", tree)):
-                row = _workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, root)
+                row = _workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, page, root)
                 out.append(dict(row, code=code if code == "current" else f"baseline {baseline}"))
     return out
 
 
 def _workshop_run(learners: int, replicas: int, seconds: float, act: tuple[float, float], p_sentence: float,
-                  arrival: float, model_name: str, root: Path = ROOT) -> dict:
+                  arrival: float, model_name: str, page, root: Path = ROOT) -> dict:
     from . import server as sv
 
-    page = sv.Page.of(model_name)
     query = "" if model_name == "seed" else f"model={model_name}"
     t0 = time.perf_counter()
     ctx = sv.Server(hosted=True, root=root) if replicas == 0 else sv.Balancer(replicas, root=root)

@@ -357,10 +357,10 @@ class SeedTransformer(HookedModel):
         guess = None if active() else self._guess(texts, max_new)
         generated = start = logits = None
         if guess is not None:
-            tgt = pad_batch([[cfg.bos_id] + self._written(g)[0] for g in guess], cfg.pad_id)  # (B, T)
+            drafts = [self._written(g)[0] for g in guess]  # without the </s>
             with scope():
-                logits = self(src, tgt)
-            start = self._confirmed(logits, [self._written(g)[0] for g in guess], max_new)
+                logits = self(src, pad_batch([[cfg.bos_id] + d for d in drafts], cfg.pad_id))  # tgt: (B, T)
+            start = self._confirmed(logits, drafts, max_new)
             if all(cfg.eos_id in w or len(w) >= max_new for w in start):  # every row written
                 generated = [self._written(w)[0] for w in start]
             if start != guess:  # the pass ran on other tokens than those written

@@ -22,7 +22,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import export_ui, i18n, inputs, presenter, state
+from explorer import access, export_ui, i18n, inputs, presenter, state
 from explorer.ui import lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
@@ -723,6 +723,8 @@ def main() -> None:
     preparation, the no-traceback guard and the shadow copies of the widgets' values."""
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
     st.html(style.CELL_TEXT_CSS)  # a constant: cell numbers too small to read are hidden (phones)
+    if not access.granted(pages):  # ATTENTION_EXPLORER_ACCESS_CODE set: nothing of any page before the code
+        return
     state.prepare_process()
     shown = presenter.begin()  # ?present=1: large type, sidebar folded, a place for the QR code
     try:

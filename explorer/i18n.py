@@ -173,6 +173,31 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Something went wrong while drawing this page ({kind}). Try another sentence, layer or "
               "head; if it keeps happening, please report it with the page's link.",
         "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}). 다른 문장·레이어·헤드를 골라 보세요. 계속되면 이 페이지의 링크와 함께 알려 주세요."},
+    # --- the access code of a hosted demo (explorer/access.py, ATTENTION_EXPLORER_ACCESS_CODE) -----
+    "access.heading": {
+        "en": "This demo asks for an access code",
+        "ko": "이 데모는 접속 코드가 필요합니다"},
+    "access.explain": {
+        "en": "Your host has the code. You type it once; the page then stays open in this browser tab.",
+        "ko": "코드는 진행자에게 받으세요. 한 번만 입력하면 이 브라우저 탭에서는 페이지가 계속 열려 있습니다."},
+    "access.label": {
+        "en": "Access code",
+        "ko": "접속 코드"},
+    "access.submit": {
+        "en": "Enter",
+        "ko": "입장"},
+    "access.wrong": {
+        "en": "That is not the code. Check it with your host and try again.",
+        "ko": "코드가 맞지 않습니다. 진행자에게 확인한 뒤 다시 입력해 보세요."},
+    "access.empty": {
+        "en": "Type the code first.",
+        "ko": "먼저 코드를 입력하세요."},
+    "access.wait": {
+        "en": "Too many wrong codes. Wait {s} seconds, then try again.",
+        "ko": "틀린 코드가 너무 많습니다. {s}초 기다린 뒤 다시 입력하세요."},
+    "access.failed": {
+        "en": "The access check could not be shown. Reload the page in a moment.",
+        "ko": "접속 확인 화면을 표시하지 못했습니다. 잠시 뒤 페이지를 새로 고치세요."},
     "stage_error": {
         "en": "This figure could not be drawn ({kind}: {msg}).",
         "ko": "이 그림을 그리지 못했습니다 ({kind}: {msg})."},

@@ -8,6 +8,8 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --malloc default        # glibc's malloc defaults instead of the app's (model/malloc.py)
     python -m bench peers --threads 2 --check   # against transformers, TransformerLens, BertViz (bench/peers.py)
     python -m bench --only workshop --workshop 60:2 --baseline 9d4b5dc   # this code against another revision's
+    python -m bench --only floor            # the explorer against a bare Streamlit app (bench/floor.py)
+    python -m bench --only floor --baseline main   # ... and another revision's explorer, same run
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -27,6 +29,12 @@ Figures (each a ratio of two things measured side by side in one run, where a ra
                   (--workshop learners:replicas,...): click, sentence and burst latencies, server CPU
                   per action, RSS; with --baseline REV, every configuration also runs on REV's app
                   (baseline, current, current, baseline) and the table prints baseline / current
+  floor           (only when asked: --only floor) the explorer's default page against a bare Streamlit
+                  app (one 64x64 plotly heatmap under a slider), each a fresh `streamlit run`,
+                  alternating: server CPU per layer/head/block change / the bare app's per rerun
+                  (floor <= 3), and `streamlit run` to the first figure drawn in headless chromium,
+                  explorer / bare (floor <= 1.5); with --baseline REV, REV's explorer too. Writes
+                  bench/results/floor-<date>.json unless --json says where
 """
 from __future__ import annotations
 
@@ -270,6 +278,10 @@ def targets(res: dict, full: bool) -> dict:
         t["decoding.same_tokens"] = {"value": all(r["same_output"] for r in runs),
                                      "target": "cached and uncached decoding write the same tokens",
                                      "ok": all(r["same_output"] for r in runs)}
+    if res.get("floor"):
+        from . import floor
+
+        t.update(floor.targets(res["floor"]))
     for w in res.get("workshop", []):
         if w.get("model", "seed") != "seed":  # the floors are the seed model's default page; others: capacity
             continue
@@ -415,6 +427,11 @@ def table(res: dict) -> str:
                          f"(max {c['rss_max_mb']:.0f}); growth {c['rss_growth']:+.1%} "
                          f"({'n/a' if slope is None else f'{slope:+.1f} MB'} per 100 reruns; flat = < "
                          f"{RSS_GROWTH_LIMIT:.0%}); reruns after the window: {c['memory_phase']}")
+    if res.get("floor"):
+        from . import floor
+
+        L.append("")
+        L.append(floor.table(res["floor"]))
     if res.get("targets"):
         L.append("")
         L.append("targets: " + ", ".join(f"{k} {'ok' if v['ok'] else 'MISSED'}" for k, v in res["targets"].items()))
@@ -432,7 +449,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     p.add_argument("--quick", action="store_true", help="a short smoke run")
     p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
-                   help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency)")
+                   help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency; "
+                        "and floor, only when named)")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -448,13 +466,19 @@ def main(argv=None) -> int:
     p.add_argument("--workshop-model", default="seed", help="workshop: the model every learner opens (seed, smollm2, ...)")
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="workshop: also run every configuration on this git revision's app (a throwaway worktree), "
-                        "side by side: baseline, current, current, baseline; prints baseline / current ratios")
+                        "side by side: baseline, current, current, baseline; prints baseline / current ratios; "
+                        "floor: REV's explorer measured in every round too")
+    p.add_argument("--floor-rounds", type=int, default=5, help="floor: rounds (a fresh start of each app per round)")
+    p.add_argument("--floor-changes", type=int, default=15,
+                   help="floor: layer, head and block changes each per round (the bare app: 6x as many reruns)")
+    p.add_argument("--floor-local", action="store_true",
+                   help="floor: the explorer as on a laptop (not ATTENTION_EXPLORER_HOSTED=1, as the replicas run)")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
                    help="glibc malloc settings for this process and the server: the app's (model/malloc.py, applied by `import model`, "
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     try:
@@ -514,6 +538,18 @@ def main(argv=None) -> int:
             res["workshop_baseline"] = baseline_ratios(res["workshop"])
     if "concurrency" in only:
         res["concurrency"] = section_concurrency(a.sessions, a.seconds, think, a.reruns, a.arrival)
+    if "floor" in only:
+        from . import floor
+
+        kw = dict(rounds=1 if a.quick else max(1, a.floor_rounds), changes=min(3, max(1, a.floor_changes)) if a.quick else max(1, a.floor_changes),
+                  warmup=not a.quick, hosted=not a.floor_local, log=lambda m: print(m, file=sys.stderr, flush=True))
+        if a.baseline:
+            with checkout(a.baseline) as tree:
+                res["floor"] = floor.run(baseline=(a.baseline, tree), **kw)
+        else:
+            res["floor"] = floor.run(**kw)
+        if a.json is None:
+            a.json = ROOT / "bench" / "results" / f"floor-{dt.datetime.now():%Y%m%d-%H%M}.json"
     res["targets"] = targets(res, full=not a.quick)
     res["meta"]["load_avg_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(table(res))

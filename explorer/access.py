@@ -257,12 +257,12 @@ def _form() -> None:
     st.caption(i18n.t("access.explain", lg))
     wait = _wait(clock())
     notice = st.session_state.get(NOTICE)
+    if notice == "wrong":
+        st.error(i18n.t("access.wrong", lg), icon="🔒")
+    elif notice == "empty" and wait == 0:
+        st.info(i18n.t("access.empty", lg))
     if wait > 0:
         st.warning(i18n.t("access.wait", lg, s=wait_text(wait)), icon="⏳")
-    elif notice == "wrong":
-        st.error(i18n.t("access.wrong", lg), icon="🔒")
-    elif notice == "empty":
-        st.info(i18n.t("access.empty", lg))
     with st.form("access-form", clear_on_submit=True, enter_to_submit=True, border=False):
         st.text_input(i18n.t("access.label", lg), type="password", key=INPUT, max_chars=MAX_CHARS,
                       autocomplete="off")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import threading
 
+import float32
 import pytest
 import torch
 import torch.nn.functional as F
@@ -155,11 +156,11 @@ def test_padding_invariance(m):
                 a, b = a[:, :, :n], b[:, :, :n]
             else:  # (B, pos, d)
                 a, b = a[:, :n], b[:, :n]
-            assert torch.allclose(a.float(), b.float(), atol=1e-5), name
+            assert float32.close(b, a, m.info), name  # two runs: as close as float32 allows
     t = len(alone.decoder_tokens[0])
     p_alone = alone["decoder.blocks.0.cross_attn.hook_pattern"][..., :t, :n]
     p_batch = batched["decoder.blocks.0.cross_attn.hook_pattern"][:1, :, :t, :n]
-    assert torch.allclose(p_alone, p_batch, atol=1e-5)
+    assert float32.close(p_batch, p_alone, m.info)
     assert out_b.generated[0] == m.run([short]).generated[0]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import float32
 from helpers import run_cli
 import torch
 
@@ -151,24 +152,45 @@ def fetched(name: str):
 def test_smollm2_top_next_tokens_and_their_kl_equal_values_recomputed_from_the_runs():
     m = fetched("smollm2")
     texts = ["The capital of France is", "Hi"]
-    intact, edited = stages.run_data(m, texts), stages.run_data(m, texts, edits="ablate=decoder.self_attn:0:*")
+    edit = "ablate=decoder.self_attn:0:*"
+    intact, edited = stages.run_data(m, texts), stages.run_data(m, texts, edits=edit)
     sel = stages.Selection("smollm2", 0, 0, 0, "decoder.self_attn")
     fig, df = stages.stage_figure("whatif_output", intact, m.info, sel, edited=edited, lang="ko")
 
-    def logp(edits):
-        out, cache = m.run_with_cache(texts, edits=edits)
-        return torch.log_softmax(out.logits[0, len(cache.token_ids[0]) - 1].double(), -1)
-
-    p, q = logp(None), logp("ablate=decoder.self_attn:0:*")
+    # 1. the figure shows the two runs' own values: float64 arithmetic on the same float32 arrays,
+    # so they agree to float64 rounding (1e-12 is 10⁴ ulps of a probability)
+    p, q = (torch.from_numpy(r.final_logprobs[0]).double() for r in (intact, edited))
     kl = torch.nn.functional.kl_div(q, p, log_target=True, reduction="sum").item()  # KL(p ‖ q)
-    assert kl > 1e-3 and df.attrs["kl"] == pytest.approx(kl, rel=1e-3, abs=1e-5)
+    assert kl > 1e-3 and df.attrs["kl"] == pytest.approx(kl, rel=1e-12)
     assert f"KL(① ‖ ②) = {df.attrs['kl']:.4f} nat" in fig.layout.title.subtitle.text
     top_p, top_q = set(p.topk(10).indices.tolist()), set(q.topk(10).indices.tolist())
     assert set(df["id"]) == top_p | top_q
     row = df.iloc[0]
-    assert row.iloc[2] == pytest.approx(p.exp()[int(row["id"])].item(), abs=1e-5)
-    assert row.iloc[3] == pytest.approx(q.exp()[int(row["id"])].item(), abs=1e-5)
+    assert row.iloc[2] == pytest.approx(p.exp()[int(row["id"])].item(), rel=1e-12)
+    assert row.iloc[3] == pytest.approx(q.exp()[int(row["id"])].item(), rel=1e-12)
     assert df.iloc[0, 0] == m.token_text(int(df.iloc[0]["id"]))
+
+    # 2. those runs are the model's: a separate forward of the same batch, within what two float32
+    # forwards can differ by (tests/float32.py: the error estimated from the depth, the widths, the
+    # final stream's norm and the output rows' norms)
+    def forward(edits, offset=1):
+        out, cache = m.run_with_cache(texts, edits=edits)
+        last = len(cache.token_ids[0]) - offset
+        return torch.log_softmax(out.logits[0, last].double(), -1), out.hidden[0, last].norm().item()
+
+    (p2, h), (q2, _) = forward(None), forward(edit)
+    W = m.decoder.embed.weight if m.lm_head is None else m.lm_head.weight
+    dz = float32.logit_error(m.info, h, W.norm(dim=-1).max().item())
+    spread = (p.exp() * (p - q).abs()).sum().item()
+    tol_p, tol_kl = float32.prob_error(dz), float32.kl_error(dz, spread)
+    assert (p2.exp() - p.exp()).abs().max() <= tol_p and (q2.exp() - q.exp()).abs().max() <= tol_p
+    kl2 = torch.nn.functional.kl_div(q2, p2, log_target=True, reduction="sum").item()
+    assert abs(kl2 - kl) <= tol_kl
+    # and a real mistake is far outside them: KL the wrong way round, the row before the last
+    reversed_kl = torch.nn.functional.kl_div(p2, q2, log_target=True, reduction="sum").item()
+    assert abs(reversed_kl - kl) > 3 * tol_kl, (reversed_kl, kl, tol_kl)
+    wrong_row, _ = forward(None, offset=2)
+    assert (wrong_row.exp() - p.exp()).abs().max() > 100 * tol_p
 
 
 @pytest.mark.weights
@@ -180,16 +202,26 @@ def test_minilm_sentence_embedding_cosine_equals_the_value_recomputed_from_the_r
     sel = stages.Selection("minilm", 0, 0, 0, "encoder.self_attn")
     fig, df = stages.stage_figure("whatif_output", intact, m.info, sel, edited=edited)
 
-    def emb(edits):
-        out, cache = m.run_with_cache(texts, edits=edits)
-        n = len(cache.token_ids[0])
-        return out.hidden[0, :n].double().mean(0)
-
-    u, v = emb(None), emb(edit)
+    # 1. the figure shows the two runs' own embeddings (float64 arithmetic on the same arrays)
+    u, v = (torch.from_numpy(r.embedding[0]).double() for r in (intact, edited))
     cos = torch.nn.functional.cosine_similarity(u, v, dim=0).item()
-    assert cos < 0.999 and df.attrs["cosine"] == pytest.approx(cos, abs=1e-5)
+    assert cos < 0.999 and df.attrs["cosine"] == pytest.approx(cos, abs=1e-12)
     assert f"cos(①, ②) = {df.attrs['cosine']:.4f}" in fig.layout.title.subtitle.text
-    assert np.allclose(df.iloc[:, 0], (u / u.norm()).numpy(), atol=1e-5)
+    assert np.allclose(df.iloc[:, 0], u.numpy(), rtol=0, atol=1e-7)  # stored float32: ≤ 1 ulp of a unit vector
+
+    # 2. those embeddings are the model's: the mean over the real tokens of a separate forward's last
+    # stream, within what two float32 forwards differ by (tests/float32.py: direction_error)
+    def emb(edits, *, pads=False):
+        out, cache = m.run_with_cache(texts, edits=edits)
+        n = out.hidden.shape[1] if pads else len(cache.token_ids[0])
+        return torch.nn.functional.normalize(out.hidden[0, :n].double().mean(0), dim=0)
+
+    tol = float32.direction_error(m.info)
+    u2, v2 = emb(None), emb(edit)
+    assert (u2 - u).norm() <= tol and (v2 - v).norm() <= tol
+    assert abs(torch.dot(u2, v2).item() - cos) <= 2 * tol
+    # and a real mistake is far outside it: the mean taken over the pad positions too
+    assert (emb(None, pads=True) - u).norm() > 10 * tol
 
 
 def test_two_sentences_are_aligned_by_token_and_unmatched_rows_and_columns_marked(seed, runs):

@@ -86,3 +86,44 @@ def test_a_workshop_side_by_side_with_another_revision(tmp_path):
     assert set(res["targets"]) == {"workshop.3_learners.direct", "workshop.3_learners.direct+"}
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "bench-baseline-" not in worktrees
+
+
+def test_the_floor_measure_in_short(tmp_path):
+    """`--only floor --quick`: one round, a fresh bare Streamlit app and a fresh explorer, each timed to
+    its first figure in chromium and clicked through the websocket protocol; the ratios printed.
+    Asserted: every run saw the reruns it asked for, without an error, and every figure is finite and
+    positive (how fast is the full run's business: `python -m bench --only floor`)."""
+    import math
+
+    out = tmp_path / "floor.json"
+    r = subprocess.run([sys.executable, "-m", "bench", "--only", "floor", "--quick", "--json", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=540)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in ours(r.stderr), r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    f = res["floor"]
+    print("\n" + r.stdout)
+    assert f["rounds"] == 1 and f["changes_per_kind"] == 3
+    runs = {row["app"]: row for row in f["runs"]}
+    assert set(runs) == {"bare", "current"}
+    # a first load, then twice (the warm-up pass, the measured one): a reset and every change
+    assert runs["bare"]["reruns_expected"] == 1 + 2 * (1 + f["bare_reruns"])
+    assert runs["current"]["reruns_expected"] == 1 + 2 * (1 + 3 * f["changes_per_kind"])
+    for row in runs.values():
+        assert row["errors"] == [], row.get("log_tail", row)
+        assert row["reruns_ok"] == row["reruns_expected"]
+        assert row["first_load"]["charts"] >= 1
+        assert 0 < row["health_s"] < row["first_figure_s"]
+        assert all(math.isfinite(v) and v > 0 for v in row["cpu_ms"].values()), row["cpu_ms"]
+    assert runs["bare"]["charts_per_rerun"] == {"rerun": 1.0}
+    assert set(runs["current"]["cpu_ms"]) == {"layer", "head", "block", "all"}
+    cur = f["summary"]["current"]
+    for kind in ("layer", "head", "block", "all"):
+        v = cur["ratio"][kind]["median"]
+        assert math.isfinite(v) and v > 0
+        assert f"{v:.2f}" in r.stdout
+    v = cur["first_figure_ratio"]["median"]
+    assert math.isfinite(v) and v > 0 and f"{v:.2f}" in r.stdout
+    assert all(0 < f["python_ms"][k] < math.inf for k in ("start", "end"))
+    assert "pure-Python" in r.stdout
+    assert set(res["targets"]) == {"floor.click_cpu_ratio", "floor.first_figure_ratio"}

@@ -17,8 +17,9 @@ app is exactly as without this module. The variable is read on every call, never
   proxy on this machine or a private network (the balancer of scripts/serve.sh, compose, an
   ingress), the last address of ``X-Forwarded-For`` (the one that proxy appended).
 - **Never kept, never shown**: the input is a password field inside a form whose key is not in
-  the app's URL state; the callback that checks it overwrites the widget's value with "" before
-  anything else, and only the boolean ``GRANTED`` stays in the session. The code is never logged,
+  the app's URL state; the callback that checks it removes the widget's value from the session
+  before anything else (the form clears the field in the browser), and only the boolean
+  ``GRANTED`` stays in the session. The code is never logged,
   never put in the URL and never rendered.
 
 The pure parts (``matches``, ``Backoff``, ``AddressLimits``) need no Streamlit; ``granted()`` and

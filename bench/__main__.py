@@ -10,6 +10,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --only workshop --workshop 60:2 --baseline 9d4b5dc   # this code against another revision's
     python -m bench --only floor            # the explorer against a bare Streamlit app (bench/floor.py)
     python -m bench --only floor --baseline main   # ... and another revision's explorer, same run
+    python -m bench --only noisy            # 30 learners and one noisy address through serve.sh (bench/noisy.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -450,7 +451,9 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a short smoke run")
     p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
                    help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency; "
-                        "and floor, only when named)")
+                        "and floor, noisy, only when named)")
+    p.add_argument("--noisy-bounds", choices=("on", "off", "both"), default="on",
+                   help="noisy: serve.sh with its per-client bounds, without them, or both runs")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -478,7 +481,7 @@ def main(argv=None) -> int:
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     try:
@@ -550,9 +553,19 @@ def main(argv=None) -> int:
             res["floor"] = floor.run(**kw)
         if a.json is None:
             a.json = ROOT / "bench" / "results" / f"floor-{dt.datetime.now():%Y%m%d-%H%M}.json"
+    if "noisy" in only:
+        from . import noisy
+
+        res["noisy"] = [noisy.section_noisy(bounds=b == "on", seconds=a.window, act=act, p_sentence=a.p_sentence,
+                                            arrival=a.arrival, learners=4 if a.quick else 30, tabs=20 if a.quick else 100)
+                        for b in (("on", "off") if a.noisy_bounds == "both" else (a.noisy_bounds,))]
     res["targets"] = targets(res, full=not a.quick)
+    for r in res.get("noisy", []):
+        res["targets"].update(noisy.targets(r))
     res["meta"]["load_avg_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(table(res))
+    if res.get("noisy"):
+        print(noisy.format_table(res["noisy"]))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")

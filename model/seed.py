@@ -64,6 +64,18 @@ class SeedConfig:
         if self.pe_base <= 1:
             raise ValueError("the positional base n must be greater than 1")
 
+    def n_floats(self) -> int:
+        """The floats a model of this configuration allocates: its parameters (the output is tied to
+        the embedding) and the two stacks' sinusoidal tables. Computed from the numbers alone, so a loader can
+        compare it with what a file holds before anything is allocated."""
+        d, f = self.d_model, self.d_ff
+        attn = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O with biases
+        ffn = 2 * d * f + f + d
+        norm = 2 * d
+        encoder = self.n_layers * (attn + ffn + 2 * norm)
+        decoder = self.n_decoder_layers * (2 * attn + ffn + 3 * norm)
+        return self.vocab_size * d + encoder + decoder + 2 * self.max_len * d  # a table per stack
+
 
 class FeedForward(nn.Module):
     """Position-wise: ReLU(x W1 + b1) W2 + b2."""

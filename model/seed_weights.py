@@ -18,6 +18,7 @@ from .tokenizer import char_tokenizer
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
+MAX_TABLE_POSITIONS = 65_536  # the sinusoidal table a seed configuration may ask for (the shipped: 512)
 
 
 def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
@@ -37,20 +38,28 @@ def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
                            f"checkpoint, give its folder: config.json + model.safetensors + "
                            f"tokenizer.json)")
     tok = char_tokenizer(SEED_TOKENIZER if SEED_TOKENIZER.is_file() else None)
-    try:  # the configuration is checked against the tensors on the meta device (no memory) first
+    # The configuration's size is checked against the tensors from its numbers alone, before the model
+    # is built: then building it allocates about what the file holds. (Not on the meta device: its
+    # first use imports torch._dynamo, 1.5-4 s on the first page of every new process.)
+    try:
         cfg = SeedConfig.from_dict(json.loads(meta.get("config", "")))
-        with torch.device("meta"):
-            want = {k: tuple(v.shape) for k, v in SeedTransformer(cfg, tok, name=name).state_dict().items()}
+        cfg.validate()
+        stored = sum(v.numel() for v in tensors.values())
+        too_big = cfg.n_floats() > 2 * stored + 2 * MAX_TABLE_POSITIONS * cfg.d_model
+        m = None if too_big else SeedTransformer(cfg, tok, name=name)
     except (ValueError, TypeError, AttributeError) as e:
         raise WeightsError(f"{path.name} has an unusable seed configuration ({type(e).__name__}: "
                            f"{str(e)[:200]}); retrain with `python -m model.train reverse`") from None
+    if m is None:
+        raise WeightsError(f"{path.name} does not match the seed architecture (its configuration needs "
+                           f"{cfg.n_floats():,} floats, the file holds {stored:,})")
+    want = {k: tuple(v.shape) for k, v in m.state_dict().items()}
     got = {k: tuple(v.shape) for k, v in tensors.items()}
     missing, unexpected = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
     wrong = [f"{k} {got[k]} != {want[k]}" for k in sorted(want.keys() & got.keys()) if got[k] != want[k]]
     if missing or unexpected or wrong:
         raise WeightsError(f"{path.name} does not match the seed architecture "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
-    m = SeedTransformer(cfg, tok, name=name)
     m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     return m.eval()
 

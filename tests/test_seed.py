@@ -316,3 +316,15 @@ def test_bad_inputs_are_refused_clearly(m):
     assert cache.tokens == [["</s>"]]
     with pytest.raises(model.WeightsError, match="unknown model"):
         model.load("../../etc/passwd-not-a-model")
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(d_model=32, n_heads=2, n_layers=1, n_decoder_layers=3, d_ff=48, max_len=40)])
+def test_n_floats_is_what_the_model_allocates(cfg):
+    """The loader's size check before building a seed model (model/seed_weights.py) counts exactly
+    the parameters and the sinusoidal table."""
+    from model.seed import SeedConfig, SeedTransformer
+
+    c = SeedConfig.from_dict(cfg)
+    m = SeedTransformer(c)
+    allocated = sum(p.numel() for p in m.parameters()) + sum(b.numel() for b in m.buffers())
+    assert c.n_floats() == allocated

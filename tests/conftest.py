@@ -17,6 +17,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
     torch.set_num_threads(1)
 
+# A host's shell may carry a hosted demo's access code (explorer/access.py); the app's tests start
+# without one, and tests/test_access.py sets its own.
+os.environ.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
+
 
 @pytest.fixture(scope="module")
 def seed():

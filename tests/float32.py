@@ -19,7 +19,7 @@ The estimate (Higham & Mary, "A new approach to probabilistic rounding error ana
 
 Measured on the 2-core machine (25 November 2026) for SmolLM2, the same batch under AVX-512 and
 AVX2 kernels, 1 and 2 threads, and run_data's path against run_with_cache's: log-probabilities
-differ by at most 3.1e-5, probabilities by at most 6.9e-6; the estimate below gives 1.4e-3 for a
+differ by at most 3.1e-5, probabilities by at most 6.9e-6; the estimate below gives 1.6e-3 for a
 logit: some 50× the largest difference seen, and still 50× smaller than the differences that a
 real mistake makes (each test that uses it checks that one such mistake fails it).
 """

@@ -7,6 +7,7 @@ head, block, sentence, lang, view, query, key, step, edit, compare) set the stat
 """
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import replace
@@ -23,7 +24,7 @@ except ImportError:
 import streamlit as st
 
 from explorer import access, export_ui, i18n, inputs, presenter, state
-from explorer.ui import lang, show_figure, sync_url, t
+from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
 
@@ -84,6 +85,7 @@ def read_url_once() -> None:
         if k in p.values:
             st.session_state[k] = p.values[k]
     st.session_state["_url_block"] = p.values.get("block")
+    st.session_state["_url_stage"] = p.values.get("stage")
     st.session_state["_url_ints"] = {k: p.values[k] for k in inputs.INT_PARAMS if k in p.values}
     msgs = [("bad_param", dict(name=n, value=v, why=i18n.t(w, p.values.get("lang", "en"), **a)))
             for n, v, w, a in p.ignored]
@@ -378,6 +380,59 @@ def render_section(section: str, page: Page) -> None:
             after(page)
 
 
+
+# --- one stage at a time (the default view, `view=stage`, URL `stage=`) -------------------------
+# A learner reads one idea at a time: the pipeline as a strip to move along, and the chosen stage
+# drawn large with its words, its controls and its downloads. It is also what makes a click cheap:
+# a rerun of this page sends some thirty elements where "Everything" sends about 250 (issue 23,
+# `python -m bench --only floor`).
+
+STAGE_VIEW = "stage"
+DEFAULT_STAGE = "softmax"
+KEEP += ("stage",)
+
+
+@functools.lru_cache(maxsize=64)
+def pipeline(info, block: str) -> tuple[str, ...]:
+    """The stages along the pipeline for this model and block, in the page's order: those of the
+    views of their own (decoding, what if, two sentences) and those drawn on demand left out."""
+    return tuple(sid for sec, ids in stages.SECTIONS if sec not in OWN_VIEWS for sid in ids
+                 if not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand
+                 and stages.applies(sid, info, block))
+
+
+def render_stage_view(page: Page) -> None:
+    ids = pipeline(page.info, page.sel.block)
+    if not ids:
+        return
+    url_stage = st.session_state.pop("_url_stage", None)
+    if url_stage is not None:
+        if url_stage in ids:
+            st.session_state["stage"] = url_stage
+        else:
+            show_messages([("bad_param", dict(name="stage", value=inputs.shown(url_stage),
+                                              why=t("why_stage", model=page.sel.model)))])
+    if keep("stage", DEFAULT_STAGE) not in ids:  # None: its pill clicked off; or not for this model/block
+        last = st.session_state.get("_keep_stage")
+        st.session_state["stage"] = last if last in ids else DEFAULT_STAGE if DEFAULT_STAGE in ids else ids[0]
+    number = {sid: i + 1 for i, sid in enumerate(ids)}
+    st.pills(t("pipeline"), ids, key="stage", selection_mode="single",
+             format_func=lambda sid, lg=lang(): f"{number[sid]}. {stages.stage_title(sid, lg)}")
+    sid = st.session_state["stage"]
+    group = stages.REGISTRY[sid].controls
+    before, after = CONTROLS.get(group, (None, None))
+    options = ((before(page) if before else None) or {}) if group else {}
+    page.stage(sid, **options.get(sid, {}))
+    if after:
+        after(page)
+    for extra in options:  # a stage the controls asked for (e.g. the tutorial preset)
+        if extra != sid and extra in stages.REGISTRY and stages.REGISTRY[extra].on_demand:
+            page.stage(extra, **options[extra])
+
+
+SECTION_PAGES = {}  # sections drawn by a function of their own (filled below)
+
+
 # --- the Decoding view (stage "decoding": explorer/views/decoding.py) --------------------------
 # The trace is cached per model and sentence (state.trace); the figure holds every step as an
 # animation frame, so its own slider and play/pause switch steps in the browser. The "step" widget
@@ -391,7 +446,7 @@ def decoding_trace(page: Page) -> dict:
     """Attach the selected sentence's cached trace to the page's run; the step from the URL or the
     widget, clipped to the steps there are."""
     try:
-        with st.spinner(t("running")):
+        with busy(("trace", page.sel.model, page.texts[page.sel.sentence])):
             tr = state.trace(page.sel.model, page.texts[page.sel.sentence])
     except Exception as e:  # the stage then says it has no trace
         log.exception("decoding failed")
@@ -440,7 +495,7 @@ def render_decoding(section: str, page: Page) -> None:
     render_section(section, page)
 
 
-SECTION_PAGES = {"decoding": render_decoding}  # sections drawn by a function of their own
+SECTION_PAGES.update({"decoding": render_decoding, STAGE_VIEW: lambda _section, page: render_stage_view(page)})
 
 
 def page() -> None:
@@ -459,7 +514,7 @@ def page() -> None:
         return
 
     try:
-        with st.spinner(t("running")):
+        with busy(("model", name)):
             m, fallback = state.load_model(name)
     except model.WeightsError as e:
         show_messages(messages)
@@ -478,10 +533,9 @@ def page() -> None:
         st.warning(t("weights_missing", name=name, error=fallback), icon="⚠️")
         st.caption(t("fallback"))
 
-    texts, tok_notices = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
+    texts, tok_notices, n_tokens = state.limit_tokens(name, m, texts)
     notices += tok_notices
-    n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
-    with st.spinner(t("running")):
+    with busy(("run", name, tuple(texts))):
         run = state.run(name, texts, n_tokens, m.info)
 
     info = m.info
@@ -498,8 +552,8 @@ def page() -> None:
     st.caption(t("current", i=sel.sentence))
     st.code(style.plain_text(texts[sel.sentence]), language=None)
 
-    if keep("view", "all") not in inputs.VIEWS:
-        st.session_state["view"] = "all"
+    if keep("view", STAGE_VIEW) not in inputs.VIEWS:
+        st.session_state["view"] = STAGE_VIEW
     st.radio(t("view"), inputs.VIEWS, key="view", horizontal=True,
              format_func=lambda v, lg=lang(): i18n.t(f"section_{v}", lg))
     view = st.session_state["view"]
@@ -515,6 +569,10 @@ def page() -> None:
 
     sync_url({"model": name, "lang": lang(), "text": "\n".join(texts), "sentence": sel.sentence,
               "block": sel.block, "layer": sel.layer, "head": sel.head, "view": view})
+    if view == STAGE_VIEW and st.session_state.get("stage"):
+        sync_url({"stage": st.session_state["stage"]})
+    elif "stage" in st.query_params:
+        del st.query_params["stage"]
     sync_whatif_url(view)
 
 
@@ -673,7 +731,7 @@ def whatif_controls(page: Page) -> dict:
     m, _ = state.load_model(sel.model)
     try:
         model.edits.check(m, model.edits.parse(edit))
-        with st.spinner(t("whatif.running")):
+        with busy(("run", sel.model, tuple(page.texts), edit), "whatif.running"):
             n_tokens = [len(toks) for toks in page.run.tokens]
             edited = state.run(sel.model, page.texts, n_tokens, info, edits=edit)
     except model.edits.EditError as e:
@@ -694,7 +752,7 @@ def compare_controls(page: Page) -> dict:
     (text,), notices = inputs.limit_tokens([text], m.tokenizer, inputs.MAX_TOKENS)
     if cut or notices:
         st.info(t("compare.cut", c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS), icon="✂️")
-    with st.spinner(t("running")):
+    with busy(("run", page.sel.model, (text,))):
         other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info)
     return {sid: {"other": other} for sid in dict(stages.SECTIONS)["compare"]}
 

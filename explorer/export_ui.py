@@ -38,12 +38,23 @@ def _t(lang: str, key: str, **kw) -> str:
     return i18n.t(f"export.{key}", lang, **kw)
 
 
+OPEN_KEY = "export_open"
+SETTINGS = (THEME_KEY, SCALE_KEY, PREVIEW_KEY)
+
+
+def _setting(key: str, default):
+    """A setting's value: its widget's, or (the section closed: the widget not drawn, so Streamlit
+    forgot it) the copy kept when it was last drawn."""
+    s = st.session_state
+    return s[key] if key in s else s.get(f"_keep_{key}", default)
+
+
 def settings() -> dict:
     """The export settings chosen in the sidebar (defaults before it is drawn)."""
-    theme = st.session_state.get(THEME_KEY, DEFAULT_THEME)
+    theme = _setting(THEME_KEY, DEFAULT_THEME)
     theme = theme if theme in THEME_NAMES else DEFAULT_THEME
-    return {"theme": theme, "scale": int(st.session_state.get(SCALE_KEY, 2)),
-            "preview": bool(st.session_state.get(PREVIEW_KEY, False)) and theme != "screen"}
+    return {"theme": theme, "scale": int(_setting(SCALE_KEY, 2)),
+            "preview": bool(_setting(PREVIEW_KEY, False)) and theme != "screen"}
 
 
 def _prewarm() -> None:
@@ -117,7 +128,7 @@ def figure_downloads(fig, df, meta: dict, key: str):
     em = _meta(meta)
     caption = meta.get("caption")
     reason = ex.unavailable_reason()
-    stem = ex.file_stem(em)
+    stem = ex.file_stem(em)  # the sentence's letters, digits, "_" in it: shown as code (a help is markdown)
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
     for fmt in ex.IMAGE_FORMATS:
         def data(fmt=fmt) -> bytes:
@@ -129,19 +140,27 @@ def figure_downloads(fig, df, meta: dict, key: str):
             key=f"{key}-dl-{fmt}", on_click="ignore", disabled=reason is not None,
             icon=":material/download:", width="stretch",
             help=_t(lang, "unavailable", reason=reason.reason, install=reason.install)
-            if reason else f"{stem}.{fmt}")
+            if reason else f"`{stem}.{fmt}`")
     row.download_button(
         "CSV", data=(lambda: ex.table_bytes(df)) if df is not None else b"",
         file_name=f"{stem}.csv", mime=ex.MIME["csv"], key=f"{key}-dl-csv", on_click="ignore",
-        disabled=df is None, icon=":material/table:", width="stretch", help=f"{stem}.csv")
+        disabled=df is None, icon=":material/table:", width="stretch", help=f"`{stem}.csv`")
     return row
 
 
 # --- the sidebar ----------------------------------------------------------------------------
 
 def sidebar(run, info, sel, texts: list[str], lang: str = "en") -> dict:
-    """The sidebar's export section; draw it before the figures. Returns ``settings()``."""
-    with st.sidebar.expander(_t(lang, "export"), icon=":material/slideshow:"):
+    """The sidebar's export section; draw it before the figures. Returns ``settings()``.
+
+    Behind a switch: closed, it is one element instead of about fifteen on every rerun of every
+    page (issue 23: a click's cost is counted in elements); its settings are kept while closed."""
+    if not st.sidebar.toggle(_t(lang, "export"), key=OPEN_KEY):
+        return settings()
+    for key in SETTINGS:  # the section reopened: its widgets start from the kept values
+        if key not in st.session_state and f"_keep_{key}" in st.session_state:
+            st.session_state[key] = st.session_state[f"_keep_{key}"]
+    with st.sidebar.container(border=True):
         if st.session_state.get(THEME_KEY) not in THEME_NAMES:
             st.session_state[THEME_KEY] = DEFAULT_THEME
         st.radio(_t(lang, "theme"), THEME_NAMES, key=THEME_KEY, format_func=lambda n: _t(lang, n))
@@ -159,6 +178,9 @@ def sidebar(run, info, sel, texts: list[str], lang: str = "en") -> dict:
             _prewarm()
         st.divider()
         export_all(run, info, sel, texts, lang, reason)
+    for key in SETTINGS:
+        if key in st.session_state:
+            st.session_state[f"_keep_{key}"] = st.session_state[key]
     return settings()
 
 
@@ -256,4 +278,4 @@ def animation_downloads(fig, meta: dict, key: str) -> None:
             on_click="ignore", disabled=reason is not None, icon=":material/animated_images:" if fmt == "gif"
             else ":material/picture_as_pdf:", width="stretch",
             help=_t(lang, "unavailable", reason=reason.reason, install=reason.install)
-            if reason else f"{stem}-steps.{fmt}")
+            if reason else f"`{stem}-steps.{fmt}`")

@@ -13,7 +13,7 @@ MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
 MODELS = ("seed", "seed-sort", "minilm", "smollm2")
-VIEWS = ("all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "decoding",
+VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "decoding",
          "whatif", "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
@@ -113,6 +113,9 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
             p.values[name] = v
         else:
             p.ignored.append((name, shown(v), why, {"choices": ", ".join(choices)}))
+    stage = get("stage")  # a stage id: checked against the model's pipeline once the model is known
+    if stage is not None:
+        p.values["stage"] = str(stage)[:200]
     text = get("text")
     if text is not None:
         lines, notices = limit_sentences(str(text))

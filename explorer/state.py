@@ -33,7 +33,7 @@ import pyarrow as pa
 import streamlit as st
 
 import model
-from explorer import fastpath, memory
+from explorer import fastpath, inputs, memory
 from explorer.views import stages
 from explorer.views.data import RunData, run_data, weights_of
 from explorer.views.trace import TraceData, trace_data
@@ -150,6 +150,19 @@ def run_bytes(info, n_tokens: list[int]) -> int:
     layers = info.n_layers + (info.n_decoder_layers if info.kind == "encoder-decoder" else 0)
     per_layer = b * t * (6 * info.d_model + getattr(info, "d_ff", 0)) * 4
     return blocks * per_block + layers * per_layer
+
+
+@functools.lru_cache(maxsize=1024)
+def _limited(name: str, tokenizer, texts: tuple[str, ...]):
+    cut, notices = inputs.limit_tokens(list(texts), tokenizer, inputs.MAX_TOKENS)
+    return tuple(cut), tuple(notices), tuple(len(e.ids) for e in tokenizer.encode(cut))
+
+
+def limit_tokens(name: str, m, texts: list[str]):
+    """(the sentences cut to the token limit, the notices saying so, their token counts), remembered
+    per model and text: a click does not tokenize the text again."""
+    cut, notices, counts = _limited(name, m.tokenizer, tuple(texts))
+    return list(cut), list(notices), list(counts)
 
 
 def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None, edits="") -> RunData:

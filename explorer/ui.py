@@ -3,6 +3,7 @@ words, the URL following the state, a figure with its downloads and table, and w
 figure chooses."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pandas as pd
@@ -20,6 +21,22 @@ def lang() -> str:
 def t(key: str, **kw) -> str:
     """The catalogue's words for ``key`` in the page's language."""
     return i18n.t(key, lang(), **kw)
+
+
+_DONE: dict = {}  # what this process has computed once (insertion order: the oldest first)
+_DONE_MAX = 512
+
+
+def busy(ident, key: str = "running"):
+    """A spinner around work the first time it is asked for (``ident``: what is computed), none
+    after: every st.spinner starts a timer thread, a tenth of a cached rerun's time. (The work may
+    have left the cache since; it then runs again without a spinner.)"""
+    if ident in _DONE:
+        return contextlib.nullcontext()
+    _DONE[ident] = True
+    while len(_DONE) > _DONE_MAX:
+        _DONE.pop(next(iter(_DONE)))
+    return st.spinner(t(key))
 
 
 def sync_url(values: dict) -> None:

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import model
 from explorer import state
+from explorer.views import stages
 from model import fetch
 from model.positional import sinusoidal
 from explorer.inputs import MAX_SENTENCES, VIEWS
@@ -29,13 +30,56 @@ def warnings(at: AppTest) -> str:
     return "\n".join(w.value for w in at.warning)
 
 
-def test_default_page_shows_every_stage():
+def test_default_page_shows_one_stage_and_the_pipeline_to_move_along():
     at = app()
     ok(at)
-    assert at.session_state["model"] == "seed" and at.session_state["view"] == "all"
-    assert charts(at) >= 17
+    assert at.session_state["model"] == "seed" and at.session_state["view"] == "stage"
+    assert at.session_state["stage"] == "softmax" and at.query_params["stage"] in ("softmax", ["softmax"])
+    assert charts(at) == 1 and len(at.get("latex")) == 1  # one figure, its formula
+    assert at.subheader[0].value == stages.stage_title("softmax", "en")
     assert at.title[0].value == "Attention Explorer"
     assert at.code[0].value == "hello world"  # the sentence being shown, literally
+    strip = at.button_group(key="stage")
+    info = model.load("seed").info
+    want = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, "encoder.self_attn")
+            and not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand and sid != "decoding"]
+    assert strip.options == [f"{i + 1}. {stages.stage_title(sid, 'en')}" for i, sid in enumerate(want)]
+
+
+def test_every_stage_is_reachable_from_the_strip_and_by_url():
+    at = app()
+    ok(at)
+    info = model.load("seed").info
+    for block in stages.blocks_for(info):
+        at.sidebar.selectbox(key="block").set_value(block).run()
+        ids = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, block)
+               and not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand and sid != "decoding"]
+        for sid in ids:
+            at.button_group(key="stage").set_value(sid).run()
+            ok(at)
+            assert at.subheader[0].proto.anchor == sid, (block, sid)
+            assert charts(at) >= 1 and at.query_params["stage"] in (sid, [sid])
+    for sid in ("tokens", "pe_curves", "cell", "overview", "logits"):  # by the link
+        at = app(stage=sid)
+        ok(at)
+        assert at.subheader[0].proto.anchor == sid
+    at = app(stage="no-such-stage<b>")  # a tampered link: a message, and the default stage
+    ok(at)
+    assert at.session_state["stage"] == "softmax"
+    assert "Ignored the link's `stage=no-such-stage<b>`: it is not a stage of seed" in warnings(at)
+
+
+def test_clicking_the_chosen_stage_again_keeps_it():
+    at = app(stage="qk")
+    at.button_group(key="stage").set_value(None).run()  # a pill clicked off
+    ok(at)
+    assert at.session_state["stage"] == "qk" and at.subheader[0].value == stages.stage_title("qk", "en")
+
+
+def test_everything_still_shows_every_stage():
+    at = app(view="all")
+    ok(at)
+    assert charts(at) >= 17
     assert len(at.get("latex")) >= 17  # a formula per stage
 
 
@@ -155,7 +199,7 @@ def test_url_parameters_set_the_state_and_follow_it():
     ({"block": "nonsense"}, ("block", "encoder.self_attn")),
     ({"layer": "one"}, ("layer", 0)),
     ({"lang": "fr"}, ("lang", "en")),
-    ({"view": "<script>"}, ("view", "all")),
+    ({"view": "<script>"}, ("view", "stage")),
 ])
 def test_invalid_url_parameters_are_clipped_or_ignored_with_a_message(params, expect):
     at = app(text="a\nb", **params)

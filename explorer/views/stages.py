@@ -31,6 +31,7 @@ Out-of-range selections are clipped (never an exception); unknown stage ids rais
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -40,6 +41,7 @@ import plotly.graph_objects as go
 
 from explorer import i18n
 from explorer.inputs import clip
+from model.base import ModelInfo
 
 from . import attention as av
 from . import decoding as dv
@@ -164,7 +166,14 @@ def stage(stage_id: str, *, section: str, formula: str | Callable, **record) -> 
 def _info(info) -> dict:
     if isinstance(info, Mapping):
         return dict(info)
+    if isinstance(info, ModelInfo):  # frozen: its dict made once (dataclasses.asdict is slow)
+        return dict(_info_of(info))
     return info.as_dict() if hasattr(info, "as_dict") else dict(vars(info))
+
+
+@functools.lru_cache(maxsize=64)
+def _info_of(info: ModelInfo) -> dict:
+    return info.as_dict()
 
 
 def applies(stage_id: str, info, block: str | None = None) -> bool:

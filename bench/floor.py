@@ -332,6 +332,18 @@ def summarise(runs: list[dict], codes: list[str]) -> dict:
 
 # --- the run -------------------------------------------------------------------------------------
 
+def code_state() -> dict:
+    """The checkout the explorer runs from: its commit and the app's files changed in the working tree
+    (others may be editing while the bench runs)."""
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    changed = git("status", "--porcelain", "--", "explorer", "model", "assets", ".streamlit")
+    return {"head": git("rev-parse", "--short", "HEAD"),
+            "changed": [line[3:] for line in changed.splitlines()] if changed else []}
+
+
 def run(rounds: int = 5, changes: int = 15, warmup: bool = True, hosted: bool = True,
         baseline: tuple[str, Path] | None = None, log=print) -> dict:
     """The whole measure: ``rounds`` rounds of (bare, explorer[, baseline explorer]), the order
@@ -354,6 +366,7 @@ def run(rounds: int = 5, changes: int = 15, warmup: bool = True, hosted: bool = 
                  "hosted": hosted, "warmup": warmup, "python_ms": {"start": python_speed()},
                  "floors": {"cpu_ratio": CLICK_FLOOR, "first_figure_ratio": FIRST_FIGURE_FLOOR},
                  "page": {"layers": page.layers, "heads": page.heads, "blocks": page.blocks}, "runs": [], "warmup_runs": []}
+    res["code_start"] = code_state()
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -380,6 +393,7 @@ def run(rounds: int = 5, changes: int = 15, warmup: bool = True, hosted: bool = 
         finally:
             browser.close()
     res["python_ms"]["end"] = python_speed()
+    res["code_end"] = code_state()
     res["wall_s"] = time.perf_counter() - t_start
     res["summary"] = summarise(res["runs"], codes)
     return res
@@ -415,6 +429,10 @@ def table(res: dict) -> str:
          f"per measurement, {res['rounds']} round(s), alternating; medians over the rounds [95% bootstrap interval]",
          f"machine: pure-Python reference loop {py['start']:.1f} ms at the start, {py['end']:.1f} ms at the end "
          f"(bench/floor.py python_speed, best of 5; lower is faster)"]
+    for when in ("start", "end"):
+        c = res.get(f"code_{when}") or {}
+        L.append(f"current code at the {when}: {c.get('head')}"
+                 + (f" with the working tree's changes to {', '.join(c['changed'][:6])}" if c.get("changed") else ", clean"))
     b = s["bare"]
     L.append(f"bare app: server CPU {_cell(b['cpu_ms'])} ms per slider rerun ({res['bare_reruns']} reruns); "
              f"first figure {_cell(b['first_figure_s'], '.2f')} s after `streamlit run`")

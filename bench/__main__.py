@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -195,7 +196,8 @@ def checkout(rev: str):
 
 
 def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[float, float], p_sentence: float,
-                     arrival: float, model_name: str = "seed", baseline: str | None = None) -> list[dict]:
+                     arrival: float, model_name: str = "seed", baseline: str | None = None,
+                     clicks: tuple[str, ...] | None = None) -> list[dict]:
     """A workshop's rhythm against a real hosted server: for each (learners, replicas), replicas = 0
     is one `streamlit run` process, N >= 1 is scripts/serve.sh (N processes behind nginx). Every
     learner opens ``model_name``'s page (``?model=...``; the default page for the seed model).
@@ -206,15 +208,21 @@ def section_workshop(configs: list[tuple[int, int]], seconds: float, act: tuple[
     from . import server as sv
 
     page = sv.Page.of(model_name)
+    if clicks:
+        unknown = set(clicks) - set(sv.CLICKS)
+        if unknown:
+            raise SystemExit(f"--workshop-clicks: unknown {sorted(unknown)}; choose among {', '.join(sv.CLICKS)}")
+        page = dataclasses.replace(page, clicks=tuple(clicks))
     if baseline is None:
         return [dict(_workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, page),
-                     code="current") for learners, replicas in configs]
+                     code="current", clicks=",".join(page.clicks)) for learners, replicas in configs]
     out = []
     with checkout(baseline) as tree:
         for learners, replicas in configs:
             for code, root in (("baseline", tree), ("current", ROOT), ("current", ROOT), ("baseline", tree)):
                 row = _workshop_run(learners, replicas, seconds, act, p_sentence, arrival, model_name, page, root)
-                out.append(dict(row, code=code if code == "current" else f"baseline {baseline}"))
+                out.append(dict(row, code=code if code == "current" else f"baseline {baseline}",
+                                clicks=",".join(page.clicks)))
     return out
 
 
@@ -467,6 +475,9 @@ def main(argv=None) -> int:
     p.add_argument("--act", default="3,6", help="workshop: seconds between a learner's actions: lo,hi")
     p.add_argument("--p-sentence", type=float, default=0.2, help="workshop: share of actions that are a new sentence")
     p.add_argument("--workshop-model", default="seed", help="workshop: the model every learner opens (seed, smollm2, ...)")
+    p.add_argument("--workshop-clicks", default=",".join(("layer", "head", "block", "view")),
+                   help="workshop: what a click changes, among layer,head,block,view (layer,head,block: the "
+                        "harsher profile, every learner stays on the default page)")
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="workshop: also run every configuration on this git revision's app (a throwaway worktree), "
                         "side by side: baseline, current, current, baseline; prints baseline / current ratios; "
@@ -536,7 +547,7 @@ def main(argv=None) -> int:
         res["export"] = section_export(a.quick)
     if "workshop" in only:
         res["workshop"] = section_workshop(configs, a.window, act, a.p_sentence, a.arrival, a.workshop_model,
-                                           a.baseline)
+                                           a.baseline, clicks=tuple(a.workshop_clicks.split(",")))
         if a.baseline:
             res["workshop_baseline"] = baseline_ratios(res["workshop"])
     if "concurrency" in only:

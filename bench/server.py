@@ -449,6 +449,7 @@ class Page:
     heads: int
     blocks: list[str]
     views: list[str]
+    clicks: tuple[str, ...] = CLICKS  # what a learner's click changes (--workshop-clicks)
 
     @classmethod
     def of(cls, name: str = "seed") -> "Page":
@@ -500,7 +501,7 @@ async def _learner(i: int, port: int, page: Page, out: WorkshopResult, *, stop_a
                 if rng.random() < p_sentence:
                     kind, widgets = "sentence", {"text": sentence(rng, f"w{i}n{k}")}
                 else:
-                    kind = rng.choice(CLICKS)
+                    kind = rng.choice(page.clicks)
                     n = {"layer": page.layers, "head": page.heads, "block": len(page.blocks),
                          "view": len(page.views)}[kind]
                     state[kind] = _other(rng, n, state[kind])

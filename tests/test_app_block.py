@@ -42,8 +42,8 @@ def test_the_block_view_renders_for_every_shipped_model(name, lang):
     assert all(i18n.t("dim.batch", lang) in s for s in shapes)
 
 
-def test_every_stage_on_the_default_page_states_its_shapes():
-    at = app()
+def test_every_stage_on_the_everything_page_states_its_shapes():
+    at = app(view="all")
     ok(at)
     shapes = [c.value for c in at.caption if c.value.startswith("Shapes:")]
     shown = len(at.subheader)

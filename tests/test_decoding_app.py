@@ -116,9 +116,10 @@ def test_moving_through_the_steps_never_runs_the_model_again(counting):
 
 
 def test_the_all_page_does_not_decode(counting):
-    at = app(text="not decoded")
-    ok(at)
-    assert at.session_state["view"] == "all" and counting["trace"] == 0
+    for view in ("all", "stage"):  # nor the default page, one stage
+        at = app(text="not decoded", view=view)
+        ok(at)
+        assert at.session_state["view"] == view and counting["trace"] == 0
     assert not any(json.loads(c.proto.spec).get("frames") for c in at.get("plotly_chart"))
 
 

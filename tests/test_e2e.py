@@ -84,12 +84,13 @@ def test_first_page_and_layer_head_changes(server, browser):
     timings: dict[str, float] = {}
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
 
-    # the default page (cold: the server loads the model and runs it)
+    # the default page, one stage (cold: the server loads the model and runs it)
     t0 = time.time()
     page.goto(server, wait_until="domcontentloaded")
-    wait_for_plots(page, 17)
-    timings["first_page_all_figures_cold_s"] = round(time.time() - t0, 2)
+    wait_for_plots(page, 1)
+    timings["first_page_first_figure_cold_s"] = round(time.time() - t0, 2)
     no_exception(page)
+    page.wait_for_function("() => location.search.includes('stage=softmax')", timeout=30_000)
 
     # a shared link with parameters
     text = "hello world\n안녕하세요"
@@ -173,4 +174,35 @@ def test_bad_link_shows_messages_not_tracebacks(server, browser):
     assert page.locator('[data-testid="stCode"]').first.inner_text().strip() == "<script>alert(1)</script>"
     assert page.evaluate("() => document.querySelectorAll('script:not([src])').length") >= 0
     assert page.locator("text=alert(1)").count() >= 1
+    page.close()
+
+
+def test_every_stage_is_reachable_by_click_and_by_link(server, browser):
+    """The default page shows one stage; every stage of the pipeline strip opens by a click on its
+    pill (its heading, a figure, and the URL follow), and by a link naming it."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(f"{server}/?model=seed&lang=en", wait_until="domcontentloaded")
+    wait_for_plots(page, 1)
+    page.wait_for_function("() => location.search.includes('stage=softmax')", timeout=60_000)
+    assert page.locator('h3[id="softmax"]').count() == 1
+    pills = page.locator('[data-testid="stButtonGroup"] button')
+    n = pills.count()
+    assert n >= 15
+    stage_js = "() => new URL(location).searchParams.get('stage')"
+    seen = []
+    for i in range(n):  # in order, from tokens: each pill is another stage than the one shown
+        before = page.evaluate(stage_js)
+        pills.nth(i).click()
+        page.wait_for_function(f"(b) => ({stage_js})() !== b", arg=before, timeout=60_000)
+        sid = page.evaluate(stage_js)
+        page.wait_for_selector(f'h3[id="{sid}"]', timeout=60_000)
+        wait_for_plots(page, 1)
+        no_exception(page)
+        seen.append(sid)
+    assert len(set(seen)) == n and "tokens" in seen and "qk" in seen and "overview" in seen
+    for sid in ("tokens", "mask", "cell", "logits"):
+        page.goto(f"{server}/?model=seed&lang=ko&stage={sid}", wait_until="domcontentloaded")
+        page.wait_for_selector(f'h3[id="{sid}"]', timeout=60_000)
+        wait_for_plots(page, 1)
+        no_exception(page)
     page.close()

@@ -366,8 +366,12 @@ def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
-    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300).run()
+    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300)
+    at.query_params["view"] = "all"  # every stage, each with its downloads
+    at.run()
     assert not at.exception
+    assert "export_theme" not in [r.key for r in at.sidebar.radio]  # closed: a switch, no settings drawn
+    at.sidebar.toggle(key="export_open").set_value(True).run()
     buttons = at.get("download_button")
     by_label: dict[str, list] = {}
     for b in buttons:
@@ -389,6 +393,25 @@ def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(
     assert names - {"manifest.json"} == {f["name"] for f in doc["files"]}
     assert {f["format"] for f in doc["files"]} == {"csv"} and doc["theme"] == "presentation"
     assert [d.proto.label for d in at.sidebar.get("download_button")] == ["Download ZIP"]
+
+
+def test_the_export_settings_are_kept_while_their_section_is_closed():
+    from streamlit.testing.v1 import AppTest
+
+    from explorer import export_ui
+
+    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300).run()
+    at.sidebar.toggle(key="export_open").set_value(True).run()
+    at.sidebar.radio(key="export_theme").set_value("presentation").run()
+    at.sidebar.select_slider(key="export_scale").set_value(4).run()
+    at.sidebar.toggle(key="export_open").set_value(False).run()
+    assert not at.exception and "export_theme" not in [r.key for r in at.sidebar.radio]
+    assert at.session_state["_keep_export_theme"] == "presentation"
+    at.sidebar.slider(key="head").set_value(1).run()  # reruns with the section closed
+    at.sidebar.toggle(key="export_open").set_value(True).run()
+    assert at.sidebar.radio(key="export_theme").value == "presentation"
+    assert at.sidebar.select_slider(key="export_scale").value == 4
+    assert export_ui.SETTINGS == ("export_theme", "export_scale", "export_preview")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -226,6 +226,7 @@ def test_export_all_carries_the_edits_into_file_names_and_the_manifest(monkeypat
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))  # CSV only: no browser needed
     at = app(view="whatif", edit="no_causal", text="hello")
     ok(at)
+    at.sidebar.toggle(key="export_open").set_value(True).run()  # the export section, opened
     at.sidebar.button(key="export_all_prepare").click().run()
     ok(at)
     _ident, data = at.session_state["_export_zip"]

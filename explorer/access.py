@@ -1,7 +1,7 @@
 """An optional access code for a hosted demo: ``ATTENTION_EXPLORER_ACCESS_CODE``.
 
 Set (and not empty after stripping spaces): every page asks for the code once per session before
-anything of the page runs (``explorer/app.py: main()`` returns early while ``granted()`` is False:
+anything of the page runs (``explorer/main.py: main()`` returns early while ``granted()`` is False:
 no model loaded, no run, nothing of the page drawn). Unset or empty: ``granted()`` is True and the
 app is exactly as without this module. The variable is read on every call, never at import.
 
@@ -43,7 +43,7 @@ log = logging.getLogger("attention_explorer")
 
 ENV = "ATTENTION_EXPLORER_ACCESS_CODE"
 GRANTED = "_access_granted"  # the only thing a session keeps: True once the right code was given
-INPUT = "_access_code"  # the password field's key (never in explorer/app.py's KEEP, never in the URL)
+INPUT = "_access_code"  # the password field's key (never in explorer/main.py's KEEP, never in the URL)
 LIMIT = "_access_limit"  # the session's Backoff
 NOTICE = "_access_notice"  # what the last attempt gave: "wrong", "wait", "empty" (no input in it)
 MAX_CHARS = 256

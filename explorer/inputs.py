@@ -17,6 +17,7 @@ VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell"
          "whatif", "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
+DEFAULT_STAGE = "softmax"  # the stage the default page (view=stage) opens on
 
 
 @dataclass

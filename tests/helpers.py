@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,10 @@ import numpy as np
 
 # repeated tokens ("l", "l"), HTML, Korean, emoji: the views' and the fast path's sentences
 VIEW_TEXTS = ["hello <b>&", "안녕하세요 여러분 🙂"]
+
+# the only markup a figure may carry is the views' own (plotly's subset); user text is escaped, so every
+# "<" in a figure's strings opens one of these tags (tests/test_hostile.py, tests/test_fuzz.py)
+RAW_MARKUP = re.compile(r"<(?!/?(?:br|b|i|em|sup|sub|span|extra)\b)", re.IGNORECASE)
 
 
 def strings(obj):
@@ -35,7 +40,7 @@ def strings(obj):
 # --- the app, driven in process (AppTest), from the command line, and as a real server ---------
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "explorer" / "app.py")
+APP = str(ROOT / "explorer" / "main.py")  # the page every session runs (explorer/app.py serves it)
 CHROMIUM = "/usr/bin/chromium"
 
 

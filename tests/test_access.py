@@ -140,7 +140,7 @@ def gate_shown(at: AppTest, lang: str = "en") -> bool:
 def assert_nothing_of_the_page(at: AppTest, calls: dict) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert gate_shown(at) or gate_shown(at, "ko")
-    assert len(at.get("plotly_chart")) == 0 and len(at.title) == 0 and len(at.code) == 0
+    assert len(at.get("plotly_chart")) == 0 and len(at.title) == 0 and len(at.text) == 0
     assert len(at.sidebar.children) == 0  # no navigation drawn, no controls
     assert (calls["prepare"], calls["load"], calls["run"]) == (0, 0, 0)
 

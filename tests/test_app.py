@@ -38,7 +38,8 @@ def test_default_page_shows_one_stage_and_the_pipeline_to_move_along():
     assert charts(at) == 1 and len(at.get("latex")) == 1  # one figure, its formula
     assert at.subheader[0].value == stages.stage_title("softmax", "en")
     assert at.title[0].value == "Attention Explorer"
-    assert at.code[0].value == "hello world"  # the sentence being shown, literally
+    assert at.text[0].value == "hello world"  # the sentence being shown, literally
+    assert at.text[1].value.splitlines()[0] == "0  hello world  →  dlrow olleh"  # what the model wrote
     strip = at.button_group(key="stage")
     info = model.load("seed").info
     want = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, "encoder.self_attn")
@@ -146,11 +147,10 @@ def test_the_figure_memo_is_bounded_in_entries_bytes_and_age_and_makes_each_valu
 def test_tables_are_sent_only_when_asked_for():
     at = app(view="scores")
     ok(at)
-    shown = len(at.dataframe)  # the generated output only: no stage's table until its switch is on
-    assert shown == 1
+    assert len(at.dataframe) == 0  # no stage's table until its switch is on (the generated output is text)
     at.toggle(key="softmax-table").set_value(True).run()
     ok(at)
-    assert len(at.dataframe) == shown + 1
+    assert len(at.dataframe) == 1
 
 
 def test_changing_layer_head_view_or_sentence_does_not_rerun_the_model(monkeypatch):
@@ -232,19 +232,19 @@ def test_html_emoji_control_characters_and_korean_are_shown_literally():
     at = app(view="tokens")
     at.sidebar.text_area(key="text").set_value(text).run()
     ok(at)
-    assert at.code[0].value == "<script>alert(1)</script>"
+    assert at.text[0].value == "<script>alert(1)</script>"
     for md in at.markdown:
         assert "<script" not in md.value and "<b>굵게" not in md.value
     for sentence in (1, 2):
         at.sidebar.selectbox(key="sentence").set_value(sentence).run()
         ok(at)
-    assert at.code[0].value == "안녕하세요 <b>굵게</b>"
+    assert at.text[0].value == "안녕하세요 <b>굵게</b>"
 
 
 def test_url_text_with_html_and_control_characters():
     at = app(text="<img src=x onerror=alert(1)>\n\x1b[31mred", view="scores")
     ok(at)
-    assert at.code[0].value == "<img src=x onerror=alert(1)>"
+    assert at.text[0].value == "<img src=x onerror=alert(1)>"
 
 
 def test_overview_drills_into_a_head():

@@ -102,7 +102,7 @@ def test_first_page_and_layer_head_changes(server, browser):
     timings["link_with_params_s"] = round(time.time() - t0, 2)
     settle(page)
     no_exception(page)
-    assert page.locator('[data-testid="stCode"]').first.inner_text().strip() == "hello world"
+    assert page.locator('[data-testid="stText"]').first.inner_text().strip() == "hello world"
 
     # type a Korean sentence
     before = page.evaluate(DATA_JS)
@@ -110,7 +110,7 @@ def test_first_page_and_layer_head_changes(server, browser):
     area.fill("나는 학교에 간다\n오늘 날씨가 참 좋다")
     area.press("Control+Enter")
     page.wait_for_function(
-        "() => Array.from(document.querySelectorAll('[data-testid=\"stCode\"]'))"
+        "() => Array.from(document.querySelectorAll('[data-testid=\"stText\"]'))"
         ".some(e => e.innerText.includes('나는 학교에 간다'))", timeout=120_000)
     wait_for_change(page, before)
     settle(page)
@@ -171,7 +171,7 @@ def test_bad_link_shows_messages_not_tracebacks(server, browser):
     alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
     joined = "\n".join(alerts)
     assert "model=" in joined and "layer=999" in joined and "head=-3" in joined
-    assert page.locator('[data-testid="stCode"]').first.inner_text().strip() == "<script>alert(1)</script>"
+    assert page.locator('[data-testid="stText"]').first.inner_text().strip() == "<script>alert(1)</script>"
     assert page.evaluate("() => document.querySelectorAll('script:not([src])').length") >= 0
     assert page.locator("text=alert(1)").count() >= 1
     page.close()

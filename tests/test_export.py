@@ -366,7 +366,7 @@ def test_app_without_chromium_disables_images_says_what_to_install_and_zips_csv(
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
-    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "explorer" / "main.py"), default_timeout=300)
     at.query_params["view"] = "all"  # every stage, each with its downloads
     at.run()
     assert not at.exception
@@ -400,7 +400,7 @@ def test_the_export_settings_are_kept_while_their_section_is_closed():
 
     from explorer import export_ui
 
-    at = AppTest.from_file(str(ROOT / "explorer" / "app.py"), default_timeout=300).run()
+    at = AppTest.from_file(str(ROOT / "explorer" / "main.py"), default_timeout=300).run()
     at.sidebar.toggle(key="export_open").set_value(True).run()
     at.sidebar.radio(key="export_theme").set_value("presentation").run()
     at.sidebar.select_slider(key="export_scale").set_value(4).run()

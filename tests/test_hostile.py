@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 import threading
 import time
@@ -24,16 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import app, strings
+from helpers import RAW_MARKUP, app, strings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import model
 from explorer import inputs, state
 from explorer.views import stages
-
-# the only markup a figure may carry is the views' own (plotly's subset); user text is escaped
-RAW_MARKUP = re.compile(r"<(?!/?(?:br|b|i|em|sup|sub|span|extra)\b)", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +105,7 @@ def test_many_tampered_parameters_at_once_each_get_a_warning():
     s = at.session_state
     assert (s["model"], s["layer"], s["head"], s["sentence"], s["block"]) == ("seed", 1, 0, 0,
                                                                               "encoder.self_attn")
-    assert at.code[0].value == "<script>alert(1)</script>"  # shown literally, as code
+    assert at.text[0].value == "<script>alert(1)</script>"  # shown literally, as code
     assert all("<script" not in md.value for md in at.markdown)
 
 
@@ -268,7 +264,7 @@ def test_bidirectional_controls_are_shown_as_what_they_are():
     """A right-to-left override in the typed text never flips what the page echoes."""
     at = app(text="abc\u202edef\u2066x", view="tokens")
     assert not at.exception
-    echoed = [c.value for c in at.code]
+    echoed = [c.value for c in at.text]
     assert echoed and all("\u202e" not in v and "\u2066" not in v for v in echoed)
     assert any("U+202E" in v and "U+2066" in v for v in echoed)
     for df in at.dataframe:

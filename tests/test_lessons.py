@@ -20,7 +20,7 @@ from explorer.lessons import catalog
 from explorer.lessons.page import md
 from model import fetch
 
-APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
+APP = str(Path(__file__).resolve().parent.parent / "explorer" / "main.py")
 pytestmark = pytest.mark.timeout(600)
 REAL = {"minilm", "smollm2"}
 

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import i18n, presenter
 from explorer.views.theme import get_theme
 
-APP = str(Path(__file__).resolve().parent.parent / "explorer" / "app.py")
+APP = str(Path(__file__).resolve().parent.parent / "explorer" / "main.py")
 zxingcpp = pytest.importorskip("zxingcpp")
 Image = pytest.importorskip("PIL.Image")
 

@@ -29,7 +29,7 @@ SIDEBAR_JS = """() => { const s = document.querySelector('section[data-testid="s
 FONTS_JS = """() => ({
     title: parseFloat(getComputedStyle(document.querySelector('h1')).fontSize),
     caption: parseFloat(getComputedStyle(document.querySelector('[data-testid="stCaptionContainer"]')).fontSize),
-    code: parseFloat(getComputedStyle(document.querySelector('[data-testid="stCode"] code')).fontSize)})"""
+    text: parseFloat(getComputedStyle(document.querySelector('[data-testid="stText"]')).fontSize)})"""
 
 
 def pairs(url: str) -> tuple[str, list[tuple[str, str]]]:
@@ -76,7 +76,7 @@ def test_presenter_mode_and_its_qr_code_in_the_browser(server, browser):  # noqa
     room = open_page(browser, decoded[0])
     no_exception(room)
     assert room.locator(QR_IMG).count() == 0 and room.evaluate(SIDEBAR_JS) > 200
-    assert room.locator('[data-testid="stCode"]').first.inner_text().strip() == TEXT.split("\n")[0]
+    assert room.locator('[data-testid="stText"]').first.inner_text().strip() == TEXT.split("\n")[0]
     assert pairs(room.url) == pairs(decoded[0])
     fonts, normal_fonts = page.evaluate(FONTS_JS), room.evaluate(FONTS_JS)
     for name, size in fonts.items():  # every kind of type is larger, by the root size's 24/16

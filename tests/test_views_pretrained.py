@@ -268,7 +268,7 @@ def test_app_shows_the_pretrained_views():
 
     need("minilm")
     need("smollm2")
-    app = str(ROOT / "explorer" / "app.py")
+    app = str(ROOT / "explorer" / "main.py")
 
     def page(**params) -> AppTest:
         at = AppTest.from_file(app, default_timeout=120)

@@ -124,7 +124,7 @@ def test_a_malformed_edit_in_the_link_gives_a_warning_and_the_intact_page(bad, w
     assert f"`{bad}`" in shown and why in shown and "showing the intact run" in shown
     assert at.session_state["edit"] == "" and qp(at, "edit") is None
     assert notices(at) == [i18n.t("whatif.choose")] * 3  # the intact run, nothing edited
-    assert at.code[0].value == "hello"
+    assert at.text[0].value == "hello"
     for md in at.markdown:
         assert "<b>bold" not in md.value
 

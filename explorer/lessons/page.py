@@ -1,5 +1,5 @@
 """The Lessons page (``/lessons``): one lesson at a time, its live figures and a predict-then-reveal
-question. ``explorer/app.py: main()`` registers this file with ``st.navigation`` and runs it inside
+question. ``explorer/main.py: main()`` registers this file with ``st.navigation`` and runs it inside
 the guard every page shares; it is also importable (``render()``).
 
 URL: ``lesson`` (1-based; anything else gives a message and lesson 1), ``lang``, ``answers``

@@ -44,7 +44,7 @@ CELL_TEXT_MAX = 20  # write numbers inside heatmap cells up to this many rows an
 # so plotly.js (heatmap/plot.js, "auto" textfont size) sizes it to the narrowest cell (its width over
 # the longest text's characters, its height over the lines), never above the layout's font size;
 # numbers never overlap. On a narrow screen that size can drop below what anyone reads; the page's
-# stylesheet (CELL_TEXT_CSS, explorer/app.py) hides cell text drawn smaller than CELL_TEXT_MIN_PX
+# stylesheet (CELL_TEXT_CSS, explorer/main.py) hides cell text drawn smaller than CELL_TEXT_MIN_PX
 # (plotly writes the size into the text element's style as "font-size: Npx").
 CELL_TEXT_MIN_PX = 7
 CELL_TEXT_CSS = ("<style>" + ", ".join(

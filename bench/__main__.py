@@ -54,6 +54,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from .stats import (BALANCED_CLICK_P95, BURST_P95, CLICK_P95, SENTENCE_P95,  # noqa: F401 (re-exported)
+                    p95, stats as _stats)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 HOOK_TARGET = 1.15
@@ -63,11 +66,6 @@ RSS_GROWTH_LIMIT = 0.10
 RSS_WARM_RERUNS = 300  # every cache is full by then (32 runs, 256 figures)
 
 
-def p95(xs: list[float]) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, int(round(0.95 * len(xs) + 0.5)) - 1))]
 
 
 def section_hooks(models: dict, quick: bool) -> dict:
@@ -169,15 +167,6 @@ def section_concurrency(sessions: int, seconds: float, think: tuple[float, float
     }
 
 
-CLICK_P95 = 1.0
-SENTENCE_P95 = 2.5
-BURST_P95 = 5.0
-BALANCED_CLICK_P95 = 2.0
-
-
-def _stats(xs: list[float]) -> dict:
-    return {"n": len(xs), "p50_s": statistics.median(xs) if xs else None, "p95_s": p95(xs) if xs else None,
-            "max_s": max(xs) if xs else None}
 
 
 @contextlib.contextmanager

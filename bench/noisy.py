@@ -29,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from unittest import mock
 
 from . import server as sv
+from . import stats as bstats
 
 SOURCE: contextvars.ContextVar[str | None] = contextvars.ContextVar("bench_source_address", default=None)
 LEARNERS_FROM = "127.0.0.{}"  # learner i connects from 127.0.0.(2 + i)
@@ -138,8 +139,6 @@ def section_noisy(*, learners: int = 30, tabs: int = 100, seconds: float = 60.0,
     """``learners`` (each from its own address) through ``scripts/serve.sh --replicas 2`` with its
     default per-client bounds (``bounds=False``: none), while the noisy visitor runs from the end of
     the learners' arrival to the end of the burst (the window plus 10 s)."""
-    from . import __main__ as bm
-
     env = {} if bounds else {"ATTENTION_EXPLORER_PER_CLIENT_CONNECTIONS": "0", "ATTENTION_EXPLORER_PER_CLIENT_RATE": "0"}
     page = sv.Page.of("seed")
     t0 = time.perf_counter()
@@ -164,8 +163,8 @@ def section_noisy(*, learners: int = 30, tabs: int = 100, seconds: float = 60.0,
     learners_row = {
         "learners": learners, "from": f"{LEARNERS_FROM.format(2)}..{LEARNERS_FROM.format(1 + learners)}",
         "actions": r.actions, "errors": len(errors), "error_messages": errors[:10],
-        "click": bm._stats(clicks), "sentence": bm._stats(r.latencies.get("sentence", [])), "burst": bm._stats(r.burst),
-        "first_load": bm._stats(r.first_load_s), "cpu_s": r.cpu_s,
+        "click": bstats.stats(clicks), "sentence": bstats.stats(r.latencies.get("sentence", [])), "burst": bstats.stats(r.burst),
+        "first_load": bstats.stats(r.first_load_s), "cpu_s": r.cpu_s,
     }
     return {"replicas": 2, "bounds": _bounds(first_line) if bounds else "none", "seconds": seconds,
             "arrival_s": arrival, "act_every_s": list(act), "p_sentence": p_sentence, "cold_start_s": cold_s,
@@ -182,17 +181,15 @@ def _bounds(serve_output: str) -> str:
 
 def targets(res: dict) -> dict:
     """The class keeps its workshop floors and sees no error; the noisy visitor is refused."""
-    from . import __main__ as bm
-
     w, z = res["learners"], res["noisy"]
-    ok_class = (w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= bm.CLICK_P95
-                and (w["sentence"]["p95_s"] or 0) <= bm.SENTENCE_P95 and (w["burst"]["p95_s"] or 0) <= bm.BURST_P95)
+    ok_class = (w["errors"] == 0 and (w["click"]["p95_s"] or 0) <= bstats.CLICK_P95
+                and (w["sentence"]["p95_s"] or 0) <= bstats.SENTENCE_P95 and (w["burst"]["p95_s"] or 0) <= bstats.BURST_P95)
     refused = z["pages_refused"] + z["websockets_refused"]
     name = "noisy" if res["bounds"] != "none" else "noisy.unbounded"
     return {f"{name}.class": {"value": {"errors": w["errors"], "click_p95": w["click"]["p95_s"],
                                         "sentence_p95": w["sentence"]["p95_s"], "burst_p95": w["burst"]["p95_s"]},
-                              "target": f"0 errors, click p95 <= {bm.CLICK_P95}, sentence p95 <= {bm.SENTENCE_P95}, "
-                                        f"burst p95 <= {bm.BURST_P95}", "ok": ok_class},
+                              "target": f"0 errors, click p95 <= {bstats.CLICK_P95}, sentence p95 <= {bstats.SENTENCE_P95}, "
+                                        f"burst p95 <= {bstats.BURST_P95}", "ok": ok_class},
             f"{name}.refused": {"value": refused, "target": "the noisy address refused (429)",
                                 "ok": refused > 0 or res["bounds"] == "none"}}
 

@@ -13,9 +13,12 @@ from explorer.views import stages
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # The suite runs in one process per core (pytest-xdist, `-n 2` in pyproject.toml): one torch
     # thread each, for the servers and command lines the tests start too. Two processes with two
-    # threads each on two cores slow each other down many times over.
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
-    torch.set_num_threads(1)
+    # threads each on two cores slow each other down many times over. An OMP_NUM_THREADS given on
+    # the command line wins (`OMP_NUM_THREADS=2 python -m pytest`: the suite's results must not
+    # depend on the thread count; the README records both).
+    threads = os.environ.get("OMP_NUM_THREADS") or "1"
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
+    torch.set_num_threads(int(threads))
 
 # A host's shell may carry a hosted demo's access code (explorer/access.py); the app's tests start
 # without one, and tests/test_access.py sets its own.

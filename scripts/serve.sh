@@ -3,9 +3,10 @@
 #
 #   sh scripts/serve.sh                      2 replicas, the balancer on port 8501
 #   sh scripts/serve.sh --replicas 4 --port 8080 --address 0.0.0.0
-#   sh scripts/serve.sh --per-client-connections 60 --per-client-rate 600   # a class behind one NAT
+#   sh scripts/serve.sh --per-client-connections 80 --per-client-rate 300 --per-client-burst 100
+#                                            a class of 30 behind one NAT address (README)
 #
-# Options (each also read from the environment variable named after it):
+# Options (the per-client ones also from the environment variables under them):
 #   --replicas N                  app processes (1..32; one per core)                      [2]
 #   --port P, --address A         where nginx listens; replica i listens on 127.0.0.1:P+i  [8501, 127.0.0.1]
 #   --per-client-connections N    requests in progress and open pages (websockets) at once
@@ -26,7 +27,8 @@
 # page, its websocket and its downloads stick to one replica (open-source nginx has no `sticky`
 # directive; `ip_hash` would send a whole classroom behind one NAT to one replica). The replicas
 # share one cookie secret and run in hosted mode (ATTENTION_EXPLORER_HOSTED=1, unless set
-# otherwise), each with one torch thread per forward pass.
+# otherwise), each with one torch thread per forward pass and one script thread per session
+# (runner.fastReruns off: a new rerun replaces the running one; README).
 #
 # Supervised. A replica that exits or is killed (SIGKILL too, as the kernel does when memory runs
 # out) is started again after 1 s, then 2, 4, ... 30 s while it keeps dying within a minute of its
@@ -34,7 +36,7 @@
 # start) and to that replica's log there. nginx stops sending to a replica that refuses
 # connections at once (max_fails=1: a failed request goes to the next replica and the dead one is
 # left alone for 5 s), then tries it again; a page that was on it reconnects to another replica
-# and is drawn again from its URL. Its browsers go back to it once it answers.
+# and, at its next action, is drawn again from its URL. Its browsers go back to it once it answers.
 #
 # Bounded per client address (the connection's peer; see the README for a class behind one NAT
 # address): refusals are answered with status 429 and a short text. Ctrl-C (or SIGTERM) stops
@@ -59,7 +61,7 @@ while [ $# -gt 0 ]; do
         --per-client-rate) rate="$2"; shift 2 ;;
         --per-client-burst) burst="$2"; shift 2 ;;
         --exempt) exempt="$2"; shift 2 ;;
-        -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
         *) echo "serve.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done

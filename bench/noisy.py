@@ -4,8 +4,8 @@ The workshop of ``bench/server.py`` (30 learners acting every 3-6 s, then a burs
 ``scripts/serve.sh --replicas 2``, each learner from its own loopback address (127.0.0.2,
 127.0.0.3, ...), while one more address (127.0.0.200) opens 100 pages at once and, in each,
 reloads and reruns as fast as the server answers: a new sentence after another, a reload every
-few reruns, and one second's pause after a refusal (so the bench's own client, on the same two
-cores as the server, stays a small part of the load). Reported: the learners' click, sentence and
+few reruns, and one second's pause after a refusal or a failure (so the bench's own client, on
+the same two cores as the server, stays a small part of the load). Reported: the learners' click, sentence and
 burst latencies and errors, and how many of the noisy visitor's page loads and websockets nginx
 refused (429) or served, and how many of its reruns ran.
 
@@ -80,8 +80,7 @@ async def _tab(k: int, port: int, stop_at: float, n: dict, errors: list[str], rn
     load = 0
     while time.monotonic() < stop_at:
         load += 1
-        refused = False
-        pause = False
+        pause = True  # after a refusal or a failure; a page served reloads at once
         try:
             async with sv.Session(port, sticky=True, run_timeout=60) as s:  # GET the page, then the websocket
                 n["pages_served"] += 1
@@ -100,6 +99,7 @@ async def _tab(k: int, port: int, stop_at: float, n: dict, errors: list[str], rn
                     errors += [f"tab {k} first run: {e}" for e in first.errors[:1]]
                 finally:
                     n["open"] -= 1
+            pause = False
         except urllib.error.HTTPError as e:
             refused = e.code == 429
             n["pages_refused" if refused else "pages_other"] += 1
@@ -109,9 +109,8 @@ async def _tab(k: int, port: int, stop_at: float, n: dict, errors: list[str], rn
             n["websockets_refused" if refused else "websockets_other"] += 1
         except Exception as e:  # a dropped connection, a timeout
             n["failed"] += 1
-            pause = True
             errors.append(f"tab {k}: {type(e).__name__}: {str(e)[:120]}")
-        if refused or pause:
+        if pause:
             await asyncio.sleep(REFUSED_PAUSE_S)
 
 
@@ -198,8 +197,9 @@ def format_table(rows: list[dict]) -> str:
     def cell(st):
         return "—" if not st["n"] else f"{st['p50_s']:.2f}/{st['p95_s']:.2f}/{st['max_s']:.2f}"
 
-    L = ["", "noisy: learners (each from its own address) through serve.sh --replicas 2 while one address opens "
-         "100 pages and reloads and reruns in each as fast as it is answered; latencies p50/p95/max s"]
+    L = ["", f"noisy: learners (each from its own address) through serve.sh --replicas 2 while one address opens "
+         f"{rows[0]['noisy']['tabs']} pages and reloads and reruns in each as fast as it is answered; "
+         "latencies p50/p95/max s"]
     L.append(f"{'bounds':<46}{'learners':>9}{'click':>17}{'sentence':>17}{'burst':>17}{'errors':>7}  noisy: pages served/"
              "refused, websockets served/refused, reruns, open at most, other failures")
     for res in rows:

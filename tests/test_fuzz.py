@@ -58,6 +58,7 @@ MARKUP = tuple(f.replace("{}", MARK) for f in (
     "`{}`", "```{}```", ":red[{}]", ":material/home: {}", "$ {} $", "$${}$$", r"\({}\)", r"\frac{a}{{}}",
     "%{x}{}", "%{customdata[0]}{}", "&lt;b&gt;{}", "&amp;{}", "&#60;b&#62;{}", "</s>{}<pad>", "[CLS]{}",
     '=HYPERLINK("http://x","{}")', "=1+1{}", "+{}", "-{}", "@SUM({})",
+    "`a` **{}** `b", "<b>`{}`</b>", "``{}``", "\\`{}\\`",  # a code span broken out of
 ))
 SPECIAL = (
     "\x00", "\x01", "\x07", "\x08", "\x1b", "\x1b[31m", "\x7f", "\x85", "\t", "\x0b", "\x0c", "\r", "\r\n",
@@ -100,6 +101,7 @@ text = st.builds(
 sentences = text.filter(lambda t: any(x.strip() for x in t.splitlines()))  # something to run
 
 # the app's URL parameters (and some it does not know), each with values it takes and values it must refuse
+junk = st.one_of(st.sampled_from(MARKUP), short_line)
 EDITS = ("no_scale", "scale=2", "scale=1e309", "temperature=0", "no_causal,no_padding",
          "ablate=encoder.self_attn:0:1", "ablate_mean=decoder.cross_attn:9:*", "no_position,scale=nan")
 CHOICES = {
@@ -109,8 +111,8 @@ CHOICES = {
 }
 VALUES = {
     "text": text, "compare": line,
-    **{name: st.one_of(st.sampled_from(choices), short_line) for name, choices in CHOICES.items()},
-    **{name: st.one_of(st.integers(-3, 99).map(str), st.sampled_from(CHOICES[name]), short_line)
+    **{name: st.one_of(st.sampled_from(choices), junk) for name, choices in CHOICES.items()},
+    **{name: st.one_of(st.integers(-3, 99).map(str), st.sampled_from(CHOICES[name]), junk)
        for name in inputs.INT_PARAMS},
 }
 NAMES = (*VALUES, "pe_base", "unknown", "", "text[]")
@@ -129,7 +131,7 @@ def query_string(draw) -> str:
     """name=value pairs joined by '&' (a view first, so that every view is visited), some keys repeated,
     some values broken (a lone '%', invalid UTF-8, an encoded NUL or right-to-left override)."""
     pairs = [f"view={draw(st.sampled_from(inputs.VIEWS))}"]
-    for name in draw(st.lists(st.sampled_from(NAMES), max_size=7)):
+    for name in draw(st.lists(st.sampled_from(NAMES), min_size=2, max_size=10)):
         value = draw(VALUES.get(name, short_line))
         raw = encode(value, draw(st.sampled_from(("quote", "plus", "raw"))))
         if draw(st.integers(0, 3)) == 0:
@@ -250,7 +252,7 @@ def page_with(query: str):
 
 
 @pytest.mark.slow
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(query=query_string(), typed=text)
 @example(query="text=%E2%80%AEabc%00%3Cb%3Efzq%3C%2Fb%3E&view=tokens&block=`**fzq**`&layer=%",
@@ -376,7 +378,7 @@ def is_number(cell: str) -> bool:
 @pytest.mark.slow
 @pytest.mark.weights
 @pytest.mark.parametrize("real", ["minilm", "smollm2"], indirect=True)
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(raw=sentences)
 @example(raw="<b>fzq</b> **x** $x$ =1+1\n\x00\u202e\u2066안녕하세요 🙂 e\u0301\n" + "가" * (inputs.MAX_CHARS + 1))

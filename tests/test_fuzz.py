@@ -45,6 +45,8 @@ from hypothesis import strategies as st
 import model
 from explorer import i18n, inputs
 from explorer.export import renderer
+from explorer.lessons import catalog
+from explorer.lessons.page import N_KEY
 from explorer.views import data, stages
 from model import fetch
 
@@ -203,7 +205,20 @@ def keyed_strings(obj, key=""):
             yield from keyed_strings(v, key)
 
 
-def check_page(at) -> None:
+# a markdown character as it is (not escaped with a backslash, as explorer/lessons/page.py's md() does)
+MD_SPECIAL = re.compile(r"(?<!\\)[*_\[\]<>$`~|#:=]")
+
+
+def markup_near_mark(body: str, reach: int = 4) -> bool:
+    """A markdown character not escaped within ``reach`` characters of user text (every markup piece
+    generated here puts its markup right next to MARK)."""
+    marks = [m.span() for m in re.finditer(MARK, body)]
+    return any(a - reach <= c.start() < b + reach for c in MD_SPECIAL.finditer(body) for a, b in marks)
+
+
+def check_page(at, *, user_markdown: str = "code") -> None:
+    """``user_markdown``: how user text may appear in a markdown body: "code" (only inside a code
+    span: the explorer), "escaped" (its markdown characters escaped with a backslash: the lessons)."""
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert not errors, errors
@@ -213,7 +228,10 @@ def check_page(at) -> None:
         assert "Traceback" not in str(getattr(n, "proto", "")), n.type
     for what, body in markdown_bodies(at):
         outside = CODE_SPAN.sub("", body)
-        assert MARK not in outside, f"user text as markdown in {what}: {body[:300]!r}"
+        if user_markdown == "code":
+            assert MARK not in outside, f"user text as markdown in {what}: {body[:300]!r}"
+        else:
+            assert not markup_near_mark(outside), f"user text as markdown in {what}: {body[:300]!r}"
     for n in at.get("html"):
         assert MARK not in n.value, n.value[:300]
     for what, shown in shown_texts(at):
@@ -268,6 +286,44 @@ def test_fuzzed_links_and_texts_never_break_the_page(query, typed):
     at.sidebar.text_area(key="text").set_value(typed).run()
     check_page(at)
     check_sentences(at, typed)
+
+
+# the lessons page (/lessons): its own parameters, its own text box
+LESSON_VALUES = {
+    "lesson": st.one_of(st.integers(0, len(catalog.LESSONS) + 1).map(str), junk),
+    "answers": st.one_of(st.lists(st.tuples(st.integers(1, len(catalog.LESSONS)), st.integers(-2, 70)), max_size=4)
+                         .map(lambda items: ",".join(f"{k}:{v}" for k, v in items)), junk),
+    "lesson_text": text, "lang": VALUES["lang"],
+}
+
+
+@st.composite
+def lesson_query(draw) -> str:
+    pairs = [f"lesson={draw(st.integers(1, len(catalog.LESSONS)))}"]
+    for name in draw(st.lists(st.sampled_from(list(LESSON_VALUES)), min_size=1, max_size=5)):
+        pairs.append(f"{name}={encode(draw(LESSON_VALUES[name]), draw(st.sampled_from(('quote', 'plus', 'raw'))))}")
+    return "&".join(pairs)
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(query=lesson_query(), typed=text)
+@example(query="lesson=2&answers=2:1,3:0&lesson_text=" + quote("**fzq** <b>fzq</b> $fzq$\n\u202e=1+1"),
+         typed="_fzq_ `fzq` [fzq](javascript:x)\n\x00:red[fzq]")
+# regressions: a lesson number that is not one was echoed as markdown ("There is no lesson “**x**”"); the
+# lesson picker formatted its options in the caller's language (AppTest could not rerun a Korean page);
+# lesson 5 asks about its second sentence, and one typed sentence crashed the page (IndexError)
+@example(query="lesson=1&lesson=" + quote("**fzq** <b>fzq</b> $fzq$ :red[fzq]"), typed="")
+@example(query="lesson=1&lang=ko", typed="안녕")
+@example(query="lesson=5", typed="<b>fzq</b>")
+def test_fuzzed_lesson_links_and_texts_never_break_the_lessons(query, typed):
+    at = page_with(query).run()  # the explorer first: AppTest finds st.navigation's pages after a run
+    at.switch_page("lessons/page.py").run()
+    check_page(at, user_markdown="escaped")
+    n = at.session_state[N_KEY]
+    at.text_area(key=f"lesson_text_{n}").set_value(typed).run()
+    check_page(at, user_markdown="escaped")
 
 
 # --- run_with_cache ---------------------------------------------------------------------------------

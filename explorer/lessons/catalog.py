@@ -103,7 +103,7 @@ def _tok(tokens: Sequence[str], i: int) -> str:
 def _pattern(pr: PartRun, run: RunData | None = None) -> np.ndarray:
     """(heads, query, key) of the part's block and layer, for its sentence."""
     p = prefix(pr.part.block, pr.part.layer)
-    return np.asarray((run or pr.run)[f"{p}.hook_pattern"][pr.part.sentence], dtype=np.float64)
+    return np.asarray((run or pr.run)[f"{p}.hook_pattern"][_sentence(pr)], dtype=np.float64)  # fewer typed: clipped
 
 
 def _sentence(pr: PartRun) -> int:

@@ -53,8 +53,8 @@ def read_url_once() -> list:
         st.session_state["lang"] = qp["lang"]
     raw = qp.get("lesson")
     n = catalog.parse_lesson(raw) if raw is not None else 1
-    if n is None:
-        messages.append(("lessons.bad_lesson", dict(value=inputs.shown(raw), n=len(LESSONS))))
+    if n is None:  # the value as code (shown: no backtick in it), never as markdown
+        messages.append(("lessons.bad_lesson", dict(value=f"`{inputs.shown(raw)}`", n=len(LESSONS))))
         n = 1
     st.session_state[N_KEY] = n
     st.session_state.setdefault(ANSWERS_KEY, {}).update(catalog.parse_answers(qp.get("answers")))
@@ -209,7 +209,8 @@ def sidebar(n: int):
     answers = st.session_state.get(ANSWERS_KEY, {})
     st.session_state["lesson_pick"] = n
     sb.selectbox(t("lessons.pick"), [x.number for x in LESSONS], key="lesson_pick", on_change=on_pick,
-                 format_func=lambda k: ("✓ " if k in answers else "") + f"{k}. {t(catalog.lesson(k).title)}")
+                 format_func=lambda k, lg=lang(): ("✓ " if k in answers else "")  # lg: the page's, not the caller's
+                 + f"{k}. {i18n.t(catalog.lesson(k).title, lg)}")
     return sb.empty()  # the progress, written once this lesson's answer is checked
 
 

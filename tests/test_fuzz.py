@@ -1,5 +1,6 @@
-"""Fuzzed inputs (issue 27, item 6): generated links and texts thrown at the page (Streamlit's AppTest)
-and at ``run_with_cache`` (the shipped seed Transformer; MiniLM and SmolLM2 when fetched).
+"""Fuzzed inputs (issue 27, item 6): generated links and texts thrown at the pages (the explorer and
+/lessons, through Streamlit's AppTest) and at ``run_with_cache`` (the shipped seed Transformer; MiniLM
+and SmolLM2 when fetched).
 
 What is generated: text from every Unicode category (Hangul syllables and loose jamo, emoji and other
 astral characters, combining marks, right-to-left scripts, private use), lines at and past the limits of
@@ -12,7 +13,7 @@ markdown, LaTeX and plotly markup (<script>, **x**, $x$, <b>, <br>, %{x}) and sp
 What must hold:
 - the page: no exception, no traceback and no failure message, before and after the text box is set;
   user text reaches a markdown body (text, captions, alerts, headings, labels, help) only inside a code
-  span, and never an st.html body; nothing on the page carries a raw control or bidirectional
+  span (the lessons: or with its markdown characters escaped), and never an st.html body; nothing on the page carries a raw control or bidirectional
   character (style.plain_text shows them as what they are); the charts' JSON carries no user markup (every
   "<" opens one of the views' own tags, none of them wraps user text, no user text in a hover template)
   and no raw control; as many sentences as the text has non-blank lines, at most MAX_SENTENCES;
@@ -70,7 +71,6 @@ SPECIAL = (
     "🙂", "👩‍👩‍👧", "🇰🇷", "\U0001d573", "\U0010ffff", "\ue000", "\ufffd", "İ", "ß", "ﬁ", "Ⅻ", "٣", "שלום",
     "مرحبا", " ", "  ", "\\", "'", '"',
 )
-CONTROLS = "\x00\x07\x1b\x7f\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 hangul = st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)
 astral = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF, codec="utf-8")
 any_char = st.characters(codec="utf-8")  # every category but surrogates (no browser sends those)
@@ -87,8 +87,8 @@ def long_line(draw, lengths=LENGTHS):
     """A line of exactly n code points (n at or past a limit), repeating a generated piece; its last
     characters one that a cut must not break (an astral character, a combining mark, a ZWJ sequence)."""
     n = draw(st.sampled_from(lengths))
-    fill = draw(st.lists(atom, min_size=1, max_size=3).map("".join).filter(lambda s: s.strip() and "\n" not in s
-                                                                            and "\r" not in s))
+    fill = draw(st.lists(atom, min_size=1, max_size=3).map("".join)
+                .filter(lambda s: s.strip() and "\n" not in s and "\r" not in s))
     line = (fill * (n // len(fill) + 1))[:n]
     tail = draw(st.sampled_from(("", "🙂", "\u0301", "👩‍👩‍👧", "\u202e", "e\u0301", "가")))
     return line[: n - len(tail)] + tail
@@ -109,7 +109,8 @@ EDITS = ("no_scale", "scale=2", "scale=1e309", "temperature=0", "no_causal,no_pa
 CHOICES = {
     "model": ("seed", "seed-sort", "../../etc/passwd", "seed\x00", "SEED", ""), "lang": (*i18n.LANGS, "../ko"),
     "view": (*inputs.VIEWS, "nope"), "block": (*stages.BLOCKS, "x<script>"), "present": ("1", "0", "yes", ""),
-    "edit": EDITS, "stage": (*(sid for sid, _ in stages.STAGES), "nope"), **{name: ("1e309", "0x10", " 2 ", "9" * 40, "-0", "") for name in inputs.INT_PARAMS},
+    "edit": EDITS, "stage": (*(sid for sid, _ in stages.STAGES), "nope"),
+    **{name: ("1e309", "0x10", " 2 ", "9" * 40, "-0", "") for name in inputs.INT_PARAMS},
 }
 VALUES = {
     "text": text, "compare": line,
@@ -147,7 +148,9 @@ def query_string(draw) -> str:
 CODE_SPAN = re.compile(r"`[^`]*`")
 # a control or bidirectional character as it is (shown as ␀, U+202E, ... it is harmless)
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-USER_IN_TAG = re.compile(r"<(?:b|i|em|sup|sub|span|br)\b[^>]*>[^<]*" + MARK, re.IGNORECASE)
+# a tag plotly renders, as the user typed it (every such piece generated puts MARK right after its tag; a
+# view's own tag may wrap escaped user text)
+USER_IN_TAG = re.compile(r"<(?:b|i|em|sup|sub|span|br)\b[^>]*>" + MARK, re.IGNORECASE)
 
 
 def failure_prefixes() -> list[str]:
@@ -276,7 +279,7 @@ def page_with(query: str):
 @example(query="text=%E2%80%AEabc%00%3Cb%3Efzq%3C%2Fb%3E&view=tokens&block=`**fzq**`&layer=%",
          typed="=1+1\n**fzq** <script>fzq</script>\n$fzq$ \u2066x\u2069")
 @example(query="view=decoding&text=" + quote("\u202eabc\x00fzq") + "&present=1&edit=" + quote("`**fzq**`"),
-         typed="\x00" * (inputs.MAX_CHARS + 1) + "\n<br>fzq")
+         typed="<b>fzq</b> <br>fzq \u202e\x00\n" + "\x00" * (inputs.MAX_CHARS + 1))
 # regression: a download button's help, the file name made from the sentence ("a-_fzq_-b"), was markdown
 @example(query="view=tokens", typed="a _fzq_ b")
 def test_fuzzed_links_and_texts_never_break_the_page(query, typed):

@@ -11,6 +11,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --only floor            # the explorer against a bare Streamlit app (bench/floor.py)
     python -m bench --only floor --baseline main   # ... and another revision's explorer, same run
     python -m bench --only noisy            # 30 learners and one noisy address through serve.sh (bench/noisy.py)
+    python -m bench --only soak             # 30 learners on one process for 30 minutes: RSS growth, p95 drift (bench/soak.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -36,6 +37,12 @@ Figures (each a ratio of two things measured side by side in one run, where a ra
                   (floor <= 3), and `streamlit run` to the first figure drawn in headless chromium,
                   explorer / bare (floor <= 1.5); with --baseline REV, REV's explorer too. Writes
                   bench/results/floor-<date>.json unless --json says where
+  soak            (only when asked: --only soak) the workshop's learners (--soak-learners, 30) on one
+                  `streamlit run` process for --soak-minutes (30), the server's RSS sampled every few
+                  seconds, every action's latency kept with its time: RSS growth (medians) and click
+                  p95 drift between the first and the last five minutes (a shorter run: its first and
+                  last sixth); floors: growth <= 10 %, drift <= 20 %, 0 errors. Writes
+                  bench/results/soak-<date>.json (and every action, -actions.csv) unless --json says where
 """
 from __future__ import annotations
 
@@ -448,9 +455,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a short smoke run")
     p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
                    help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency; "
-                        "and floor, noisy, only when named)")
+                        "and floor, noisy, soak, only when named)")
     p.add_argument("--noisy-bounds", choices=("on", "off", "both"), default="on",
                    help="noisy: serve.sh with its per-client bounds, without them, or both runs")
+    p.add_argument("--soak-minutes", type=float, default=30.0,
+                   help="soak: minutes of clicking (the first and last five compared; a shorter run: its first and last sixth)")
+    p.add_argument("--soak-learners", type=int, default=30, help="soak: learners on the one server process")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -481,9 +491,11 @@ def main(argv=None) -> int:
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy", "soak"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    if not (a.soak_minutes > 0 and a.soak_learners >= 1):
+        p.error("--soak-minutes wants a positive number, --soak-learners at least 1")
     try:
         think = tuple(float(x) for x in a.think.split(","))
         assert len(think) == 2 and 0 <= think[0] <= think[1]
@@ -502,6 +514,7 @@ def main(argv=None) -> int:
     if a.quick:
         a.sessions, a.seconds, think, a.reruns, a.arrival = min(a.sessions, 3), min(a.seconds, 12.0), (0.5, 1.0), 0, 1.0
         configs, a.window, act = [(3, 0)], min(a.window, 10.0), (0.5, 1.0)
+        a.soak_minutes, a.soak_learners = min(a.soak_minutes, 1.0), min(a.soak_learners, 4)
 
     if a.malloc == "app":
         from model import malloc as model_malloc  # `import model` applies them; tune() says what it did
@@ -559,17 +572,33 @@ def main(argv=None) -> int:
         res["noisy"] = [noisy.section_noisy(bounds=b == "on", seconds=a.window, act=act, p_sentence=a.p_sentence,
                                             arrival=a.arrival, learners=4 if a.quick else 30, tabs=20 if a.quick else 100)
                         for b in (("on", "off") if a.noisy_bounds == "both" else (a.noisy_bounds,))]
+    soak_actions = None
+    if "soak" in only:
+        from . import soak
+
+        res["soak"], soak_actions = soak.run(minutes=a.soak_minutes, learners=a.soak_learners, act=act,
+                                             p_sentence=a.p_sentence, arrival=a.arrival)
+        if a.json is None:
+            a.json = ROOT / "bench" / "results" / f"soak-{dt.datetime.now():%Y%m%d-%H%M}.json"
     res["targets"] = targets(res, full=not a.quick)
     for r in res.get("noisy", []):
         res["targets"].update(noisy.targets(r))
+    if res.get("soak"):
+        res["targets"].update(soak.targets(res["soak"]))
     res["meta"]["load_avg_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(table(res))
     if res.get("noisy"):
         print(noisy.format_table(res["noisy"]))
+    if res.get("soak"):
+        print(soak.format_table(res["soak"]))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")
         print(f"\nwrote {a.json}")
+        if soak_actions is not None:
+            path = a.json.with_name(f"{a.json.stem}-actions.csv")
+            soak.write_actions(path, soak_actions)
+            print(f"wrote {path} (every action of the soak: time, learner, kind, latency)")
     return 0
 
 

@@ -474,6 +474,9 @@ class WorkshopResult:
     cpu_s: float = 0.0  # server CPU seconds in the window (every server process)
     burst_cpu_s: float = 0.0
     rss_mb: list[float] = field(default_factory=list)
+    # every action between a learner's first load and the burst, as ``latencies`` has them:
+    # (time.monotonic() when it was sent, learner, kind, latency s); bench/soak.py windows them by time
+    timeline: list[tuple[float, int, str, float]] = field(default_factory=list)
 
 
 def _other(rng: random.Random, n: int, current: int) -> int:
@@ -512,6 +515,7 @@ async def _learner(i: int, port: int, page: Page, out: WorkshopResult, *, stop_a
                         continue
                 r = await s.rerun(widgets)
                 out.latencies[kind].append(r.seconds)
+                out.timeline.append((time.monotonic() - r.seconds, i, kind, r.seconds))
                 out.actions += 1
                 out.errors += [f"learner {i} {kind} {k}: {e}" for e in r.errors]
             ready[0] += 1

@@ -398,6 +398,7 @@ model_line = st.one_of(line, st.text(st.characters(categories=["Cs"]), min_size=
                        long_line((SEED_LIMIT - 2, SEED_LIMIT - 1, SEED_LIMIT, SEED_LIMIT + 1)))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(raw=sentences, lines=st.lists(model_line, min_size=1, max_size=3))
@@ -439,10 +440,19 @@ def is_number(cell: str) -> bool:
 @pytest.mark.parametrize("real", ["minilm", "smollm2"], indirect=True)
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(raw=sentences)
-@example(raw="<b>fzq</b> **x** $x$ =1+1\n\x00\u202e\u2066안녕하세요 🙂 e\u0301\n" + "가" * (inputs.MAX_CHARS + 1))
-def test_the_real_models_run_any_text_within_the_limits(real, raw):
+@given(raw=sentences, fill=st.lists(atom, min_size=1, max_size=3).map("".join).filter(str.strip))
+@example(raw="<b>fzq</b> **x** $x$ =1+1\n\x00\u202e\u2066안녕하세요 🙂 e\u0301\n" + "가" * (inputs.MAX_CHARS + 1),
+         fill="\u202e🙂")
+def test_the_real_models_run_any_text_within_the_limits(real, raw, fill):
     texts = limited(raw, real.tokenizer)
     if texts:
         out, cache = real.run_with_cache(texts)
         check_run(real, texts, out, cache)
+    # past the model's own limit (512 tokens): refused before any forward pass, saying which and how long
+    limit = real.info.max_tokens
+    too_long = (fill + " a") * limit  # " a" is a token in both: more than the limit whatever the fill
+    n = len(real.tokenizer.encode([too_long])[0].ids)
+    assert n > limit
+    with pytest.raises(model.InputTooLong) as refused:
+        real.run_with_cache([texts[0] if texts else "ok", too_long])
+    assert (refused.value.index, refused.value.n_tokens, refused.value.limit) == (1, n, limit)

@@ -208,9 +208,16 @@ class Page:
                                           compare=compare),
                 "lang": self.lang, "selection": self.sel, "edits": edits, "compare": compare}
 
-    def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, **options) -> None:
+    def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, figure_first: bool = False,
+              **options) -> None:
+        """One stage: its words (title, explanation, formula, shapes), its figure with downloads and
+        table, its note. ``figure_first``: the words' place is kept on the page but filled after the
+        figure is sent, so the browser starts on the figure first (the one-stage page's first figure:
+        the formula's typesetting no longer delays it)."""
         record = stages.REGISTRY[stage_id]
-        if explain:  # the words follow the model, the block and the values drawn
+        box = st.container() if explain and figure_first else None
+
+        def write_words() -> None:  # the words follow the model, the block and the values drawn
             try:
                 words = stages.stage_words(stage_id, self.run, self.info, self.sel, self.lang, **options)
             except Exception:
@@ -222,6 +229,9 @@ class Page:
                 st.latex(words["formula"])
             if words["shape"]:
                 st.caption(f"{t('shape')}: {words['shape']}")
+
+        if explain and box is None:
+            write_words()
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
                                          self.lang, **options)
@@ -232,10 +242,14 @@ class Page:
         except Exception as e:  # one figure failing must not take the page down
             log.exception("stage %s failed", stage_id)
             st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
-            return
-        show_figure(fig, df, self.meta(stage_id, options), key or stage_id, click=record.click, shown=shown)
+            note = None
+        else:
+            show_figure(fig, df, self.meta(stage_id, options), key or stage_id, click=record.click, shown=shown)
         if note:
             st.caption(note)
+        if box is not None:
+            with box:
+                write_words()
 
 
 # --- controls around stages (a stage record names its group: Stage.controls) -------------------
@@ -425,7 +439,7 @@ def render_stage_view(page: Page) -> None:
     group = stages.REGISTRY[sid].controls
     before, after = CONTROLS.get(group, (None, None))
     options = ((before(page) if before else None) or {}) if group else {}
-    page.stage(sid, **options.get(sid, {}))
+    page.stage(sid, figure_first=True, **options.get(sid, {}))
     if after:
         after(page)
     for extra in options:  # a stage the controls asked for (e.g. the tutorial preset)

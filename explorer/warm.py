@@ -52,6 +52,9 @@ def warm_up(model_name: str = "seed", lang: str = "en") -> dict[str, float]:
 
     from explorer import inputs, state  # torch, the model code, the views
     from explorer.views import stages
+    # and the rest of what the page imports (export, presenter, access): the page then imports nothing
+    from explorer import access, export_ui, presenter, ui  # noqa: F401
+    from explorer.views import tutorial002  # noqa: F401
     lap("imports")
     m, _ = state.load_model(model_name)
     lap("model")

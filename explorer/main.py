@@ -695,7 +695,7 @@ def sync_whatif_url(view: str) -> None:
             values[name] = value
         elif name in st.query_params:
             del st.query_params[name]
-    if view in ("all", "cell"):
+    if view in ("all", "cell") or (view == STAGE_VIEW and st.session_state.get("stage") == "cell"):
         values.update(query=int(st.session_state.get("query", 0)), key=int(st.session_state.get("key", 0)))
     sync_url(values)
 

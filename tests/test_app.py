@@ -70,6 +70,14 @@ def test_every_stage_is_reachable_from_the_strip_and_by_url():
     assert "Ignored the link's `stage=no-such-stage<b>`: it is not a stage of seed" in warnings(at)
 
 
+def test_the_one_cell_stage_keeps_its_query_and_key_in_the_url():
+    at = app(stage="cell", query="2", key="1", text="hello")
+    ok(at)
+    assert at.query_params["query"] in ("2", ["2"]) and at.query_params["key"] in ("1", ["1"])
+    at.selectbox(key="key").set_value(4).run()
+    assert at.query_params["key"] in ("4", ["4"])
+
+
 def test_clicking_the_chosen_stage_again_keeps_it():
     at = app(stage="qk")
     at.button_group(key="stage").set_value(None).run()  # a pill clicked off

@@ -1592,6 +1592,9 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.11.why": {
         "en": "K/V head {g}: {n} query heads / {kv} K/V heads = {group} query heads per K/V head, so heads {heads} share it (their keys are identical in the run).",
         "ko": "K/V 헤드 {g}입니다. 쿼리 헤드 {n}개 / K/V 헤드 {kv}개 = K/V 헤드마다 쿼리 헤드 {group}개이므로, 헤드 {heads} 모두 이 K/V 헤드를 함께 씁니다 (실행에서 이들의 키는 똑같습니다)."},
+    # --- beyond one head: logit lens, rollout, value norms, query/key map, head roles (issue 26) ------
+    # --- beyond one head: patching and sampling (issue 26) ---------------------------------------
+    # --- models from a folder, configured models (issue 24) --------------------------------------
 }
 
 

@@ -1267,6 +1267,12 @@ def _pe_tutorial(c: _Ctx, title: str, opts: dict):
     return tut.figure(int(opts.get("pe_tutorial_sentence") or 0), title=title, labels=c.L)
 
 
+# === beyond one head: logit lens, rollout, value norms, query/key map, head roles (issue 26) =====
+
+
+# === beyond one head: activation patching (issue 26) ===============================================
+
+
 # --- what the registry gives everyone ---------------------------------------------------------------
 
 STAGE_IDS: tuple[str, ...] = tuple(REGISTRY)

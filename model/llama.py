@@ -176,6 +176,11 @@ class Llama(HookedModel):
         W_out = self.decoder.embed.weight if self.lm_head is None else self.lm_head.weight
         return h @ W_out.T
 
+    def readout(self, resid: torch.Tensor) -> torch.Tensor:
+        """Any layer's residual stream (.., d) -> logits (.., vocab): the final RMSNorm, then the
+        output projection, as after the last block (the logit lens reads earlier layers this way)."""
+        return self.unembed(self.decoder.norm(resid))
+
     def token_text(self, token_id: int) -> str:
         """ "ĠParis" -> " Paris": byte-level tokens as readable text."""
         from .gguf_tokenizer import display_token

@@ -249,6 +249,11 @@ class SeedTransformer(HookedModel):
         h = self.decoder(self.embed_tokens(tgt[:, p:]), memory, self_mask, src_mask, kv=kv, start=p)
         return h[:, -1] @ self.embedding.weight.T  # (B, vocab)
 
+    def readout(self, resid: torch.Tensor) -> torch.Tensor:
+        """A decoder layer's residual stream (.., d) -> logits (.., vocab): the tied output projection
+        (each post-LayerNorm block already ends in its own norm, so there is no final norm to add)."""
+        return resid @ self.embedding.weight.T
+
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)

@@ -58,6 +58,12 @@ class RunData:
     # normalised, as sentence-transformers does) (B, d_model) float32
     final_logprobs: np.ndarray | None = None
     embedding: np.ndarray | None = None
+    # the analyses beyond one head (issue 26), made once and attached, never by run_data: the logit
+    # lens of one sentence (LensData: ``with_lens(lens_data(m, run, s))``, its ``text`` says which)
+    # and each self-attention block's induction scores (layers, heads) on a repeated random sequence
+    # (``with_induction(induction_scores(m))``)
+    lens: object | None = None
+    induction: Mapping[str, np.ndarray] | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -78,6 +84,14 @@ class RunData:
     def with_trace(self, trace) -> "RunData":
         """This run with a decoding trace attached (a TraceData: ``trace_data(m, text)``)."""
         return replace(self, trace=trace)
+
+    def with_lens(self, lens) -> "RunData":
+        """This run with one sentence's logit lens attached (a LensData: ``lens_data(m, run, s)``)."""
+        return replace(self, lens=lens)
+
+    def with_induction(self, scores: Mapping[str, np.ndarray] | None) -> "RunData":
+        """This run with the model's induction scores attached (``induction_scores(m)``)."""
+        return replace(self, induction=scores)
 
 
 def _np(x) -> np.ndarray:
@@ -249,4 +263,99 @@ def head_weights(weights: Mapping[str, np.ndarray], p: str, head: int, n_heads: 
     for w, rows in (("Q", q_rows), ("K", kv_rows), ("V", kv_rows)):
         b = weights.get(f"{p}.b_{w}")
         out[f"b_{w}"] = None if b is None else b[rows]
+    return out
+
+
+# --- beyond one head (issue 26): what the analyses need besides the run's hooks ----------------------
+# Each is made once (the app caches them: explorer/state.py) and attached to the run; a stage's
+# builder only reads them.
+
+@dataclass(frozen=True)
+class LensData:
+    """The logit lens of one sentence: at every layer and real position of the stack that has an
+    output head, the top token of softmax(m.readout(hook_resid_post)) and its probability."""
+    text: str
+    stack: str
+    ids: np.ndarray  # (layers, T) int32
+    probs: np.ndarray  # (layers, T) float32
+    token_text: dict[int, str]
+
+
+def lens_data(m, run: RunData, sentence: int) -> LensData:
+    """Read every layer's residual stream of one sentence through the model's own readout (final
+    norm, then output projection: ``m.readout``), one layer at a time (a (T, vocab) matrix each).
+    It runs no forward pass, but it is as costly as one: SmolLM2, 30 × 64 positions × 49,152 × 576."""
+    stack, n_layers = "decoder", layers_for(m.info, "decoder.self_attn")
+    n = len(stack_tokens(run, stack, sentence))
+    ids = np.zeros((n_layers, n), np.int32)
+    probs = np.zeros((n_layers, n), np.float32)
+    with torch.inference_mode():
+        for layer in range(n_layers):
+            resid = torch.from_numpy(run[f"{stack}.blocks.{layer}.hook_resid_post"][sentence, :n])  # (T, d)
+            logits = m.readout(resid).float()  # (T, vocab)
+            top, i = logits.max(-1)  # (T,)
+            ids[layer] = i.numpy()
+            probs[layer] = (top - torch.logsumexp(logits, -1)).exp().numpy()  # softmax at the top token
+    text = {int(t): m.token_text(int(t)) for t in np.unique(ids)}
+    return LensData(run.texts[sentence] if sentence < len(run.texts) else "", stack, ids, probs, text)
+
+
+INDUCTION_TOKENS = 40  # distinct random tokens, written twice
+INDUCTION_SEED = 0
+
+
+def induction_text(m, n_tokens: int = INDUCTION_TOKENS, seed: int = INDUCTION_SEED) -> str:
+    """A sequence of ``n_tokens`` distinct random vocabulary entries (each one token alone, letters
+    only), written twice: the second copy can be predicted only by looking back at the first."""
+    rng = np.random.default_rng(seed)
+    tt = m.tokenizer
+    order = rng.permutation(int(m.info.vocab_size))
+    # byte-level vocabularies have whole words with their space (" cat"): those, written one after another
+    spaced = any(m.token_text(int(i)).startswith(" ") and m.token_text(int(i))[1:].isalpha() for i in order[:500])
+    chosen: list[str] = []
+    seen: set[str] = set()
+    for i in order:
+        piece = m.token_text(int(i))
+        word = piece.strip()
+        if (not (word.isascii() and word.isalpha()) or word.lower() in seen or piece.startswith("##")
+                or (spaced and piece != " " + word)):
+            continue
+        enc = tt.encode([piece], add_special_tokens=False)[0]
+        if len(enc.ids) != 1 or int(enc.ids[0]) != int(i):
+            continue
+        seen.add(word.lower())
+        chosen.append(piece)
+        if len(chosen) == n_tokens:
+            break
+    once = ("" if spaced else " ").join(chosen)
+    return once + ("" if spaced else " ") + once
+
+
+def induction_scores(m, n_tokens: int = INDUCTION_TOKENS, seed: int = INDUCTION_SEED) -> dict[str, np.ndarray]:
+    """Every self-attention block's induction score per layer and head, (layers, heads): on
+    ``induction_text`` (one forward pass of its own), the mean weight from each token of the second
+    copy to the token after that token's occurrence in the first copy (Olsson et al. 2022). Only
+    tokens that occur once in the first copy count. The seed decoder reads its own output, not the
+    text: its blocks get no score."""
+    n_tokens = max(2, min(n_tokens, (int(getattr(m.info, "max_tokens", 0) or m.info.max_len) - 4) // 2))
+    text = induction_text(m, n_tokens, seed)
+    blocks = [b for b in m.info.blocks if b.endswith("self_attn")
+              and not (m.info.kind == "encoder-decoder" and b.startswith("decoder"))]
+    names = [f"{prefix(b, i)}.hook_pattern" for b in blocks for i in range(layers_for(m.info, b))]
+    _, cache = m.run_with_cache([text], names=names)
+    ids = list(cache.token_ids[0])
+    half = len(ids) // 2
+    first: dict[int, list[int]] = {}
+    for j, t in enumerate(ids[:half]):
+        first.setdefault(t, []).append(j)
+    pairs = [(q, first[t][0] + 1) for q, t in enumerate(ids) if q >= half and len(first.get(t, ())) == 1
+             and first[t][0] + 1 < q]
+    out = {}
+    for b in blocks:
+        pats = np.stack([_np(cache[f"{prefix(b, i)}.hook_pattern"])[0] for i in range(layers_for(m.info, b))])
+        if not pairs:
+            out[b] = np.full(pats.shape[:2], np.nan, np.float32)
+            continue
+        q, k = np.array(pairs).T
+        out[b] = pats[:, :, q, k].mean(-1).astype(np.float32)  # (layers, heads)
     return out

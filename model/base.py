@@ -94,7 +94,9 @@ class StepTop:
     chosen_prob: torch.Tensor  # (B,) its probability under the model (temperature 1)
     chosen_token: list[str]  # (B,)
     sampled_from: torch.Tensor | None = None  # (B, n) sampling only: the probabilities of ``ids``
-    # in the distribution the token was drawn from (temperature and top-k applied)
+    # in the distribution the token was drawn from (temperature, top-k and top-p applied)
+    cut_by: list[list[str]] | None = None  # (B, n) sampling only: per candidate of ``ids``, "" when
+    # it could be drawn, "top_k" or "top_p" when that rule cut it (top-k is applied first)
 
 
 @dataclass
@@ -135,9 +137,9 @@ class Recorder:
     """One ``generate_with_cache`` call's hook capture and token choice (never on the model)."""
 
     def __init__(self, model: "HookedModel", names: list[str], temperature: float = 0.0,
-                 top_k: int | None = None, seed: int = 0, n_top: int = 5) -> None:
+                 top_k: int | None = None, seed: int = 0, n_top: int = 5, top_p: float | None = None) -> None:
         self.model, self.names, self.order = model, names, model.hook_names
-        self.temperature, self.top_k = temperature, top_k
+        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
         self.n_top = min(n_top, model.info.vocab_size)
         # sampling draws from this call's own generator, never from the global one
         self.generator = torch.Generator().manual_seed(seed) if temperature > 0 else None
@@ -160,23 +162,30 @@ class Recorder:
         logits = logits.float()
         probs = torch.softmax(logits, dim=-1)  # (B, V)
         top_p, top_i = probs.topk(self.n_top, dim=-1)  # (B, n)
-        sampled_from = None
+        sampled_from = cut_by = None
         if self.temperature == 0:
             chosen = logits.argmax(-1)  # (B,) greedy
         else:
             z = logits / self.temperature
+            cut_k = cut_p = torch.zeros_like(z, dtype=torch.bool)  # (B, V)
             if self.top_k is not None:  # keep the k most likely, drop the rest
                 kth = z.topk(min(self.top_k, z.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
-                z = z.masked_fill(z < kth, float("-inf"))
+                cut_k = z < kth
+                z = z.masked_fill(cut_k, float("-inf"))
+            if self.top_p is not None and self.top_p < 1:
+                cut_p = nucleus_cut(torch.softmax(z, dim=-1), self.top_p) & ~cut_k
+                z = z.masked_fill(cut_p, float("-inf"))
             p = torch.softmax(z, dim=-1)  # (B, V) the distribution drawn from
             chosen = torch.multinomial(p, 1, generator=self.generator).squeeze(-1)  # (B,)
             sampled_from = p.gather(-1, top_i)
+            k_of, p_of = cut_k.gather(-1, top_i).tolist(), cut_p.gather(-1, top_i).tolist()
+            cut_by = [["top_k" if a else "top_p" if b else "" for a, b in zip(ra, rb)] for ra, rb in zip(k_of, p_of)]
         chosen = torch.where(active, chosen, torch.full_like(chosen, pad_id))
         text = self.model.token_text
         self.top.append(StepTop(
             ids=top_i, probs=top_p, tokens=[[text(i) for i in row] for row in top_i.tolist()],
             chosen=chosen, chosen_prob=probs.gather(-1, chosen[:, None]).squeeze(-1),
-            chosen_token=[text(i) for i in chosen.tolist()], sampled_from=sampled_from))
+            chosen_token=[text(i) for i in chosen.tolist()], sampled_from=sampled_from, cut_by=cut_by))
         self.active.append(active.clone())
         return chosen
 
@@ -256,6 +265,7 @@ class HookedModel(nn.Module):
         self, texts: str | Sequence[str], max_new_tokens: int | None = None, *,
         names: Iterable[str] | None = None, temperature: float = 0.0, top_k: int | None = None,
         seed: int = 0, n_top: int = 5, use_cache: bool = True, truncate: bool = False,
+        top_p: float | None = None,
     ) -> Trace:
         """Write up to ``max_new_tokens`` tokens per sentence, one decoder step at a time, and
         record what the hooks saw at every step (``trace.steps[t][name]``).
@@ -263,8 +273,10 @@ class HookedModel(nn.Module):
         Each step runs the decoder on the new token only and keeps every layer's keys and values
         in a key/value cache (``use_cache=False`` recomputes every earlier position at every step
         instead, as decoding without a cache does; its hooks then have full length). Greedy by
-        default; ``temperature > 0`` samples (optionally from the ``top_k`` most likely tokens)
-        with a generator seeded by ``seed``, so a call is reproducible. ``n_top`` candidates per
+        default; ``temperature > 0`` samples (optionally from the ``top_k`` most likely tokens, then
+        from the nucleus ``top_p``: the smallest set of the most likely tokens whose probabilities,
+        after temperature and top-k, sum to at least ``top_p``) with a generator seeded by ``seed``,
+        so a call is reproducible; ``trace.top[t].cut_by`` says which candidates each rule cut. ``n_top`` candidates per
         step are kept in ``trace.top``. ``max_new_tokens`` defaults to the source length + 8
         (seed, as ``run_with_cache``) or 32 (Llama), and is cut to what the model's positions allow.
         The input obeys the token limit as in ``run_with_cache`` (``InputTooLong``, or ``truncate``),
@@ -284,9 +296,13 @@ class HookedModel(nn.Module):
             raise ValueError(f"temperature must be >= 0 (0 = greedy), not {temperature!r}")
         if top_k is not None and (temperature == 0 or not isinstance(top_k, int) or top_k < 1):
             raise ValueError("top_k must be a whole number >= 1 and needs temperature > 0 (sampling)")
+        if top_p is not None and (temperature == 0 or isinstance(top_p, bool) or not isinstance(top_p, (int, float))
+                                  or not 0 < top_p <= 1):
+            raise ValueError("top_p must be a number in (0, 1] and needs temperature > 0 (sampling)")
         if not isinstance(n_top, int) or n_top < 1:
             raise ValueError(f"n_top must be a whole number >= 1, not {n_top!r}")
-        rec = Recorder(self, wanted, float(temperature), top_k, seed, n_top)
+        rec = Recorder(self, wanted, float(temperature), top_k, seed, n_top,
+                       None if top_p is None else float(top_p))
         return self._generate(texts, max_new_tokens, rec, use_cache)
 
     @torch.inference_mode()
@@ -318,6 +334,15 @@ class HookedModel(nn.Module):
         cache.texts = prep.texts
         cache.edits = str(edits)
         return out, cache
+
+
+def nucleus_cut(p: torch.Tensor, top_p: float) -> torch.Tensor:
+    """(B, V) probabilities -> (B, V) True where top-p cuts: outside the smallest set of the most likely
+    tokens whose probabilities sum to at least ``top_p`` (the most likely token is always kept)."""
+    sp, order = p.sort(dim=-1, descending=True)  # (B, V)
+    before = sp.cumsum(-1) - sp  # (B, V) the mass of the tokens more likely than each
+    cut_sorted = before >= top_p  # the set already reached top_p without this token
+    return torch.zeros_like(cut_sorted).scatter(-1, order, cut_sorted)
 
 
 def pad_batch(seqs: list[list[int]], pad_id: int) -> torch.Tensor:

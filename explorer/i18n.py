@@ -1594,6 +1594,42 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "K/V 헤드 {g}입니다. 쿼리 헤드 {n}개 / K/V 헤드 {kv}개 = K/V 헤드마다 쿼리 헤드 {group}개이므로, 헤드 {heads} 모두 이 K/V 헤드를 함께 씁니다 (실행에서 이들의 키는 똑같습니다)."},
     # --- beyond one head: logit lens, rollout, value norms, query/key map, head roles (issue 26) ------
     # --- beyond one head: patching and sampling (issue 26) ---------------------------------------
+    "decoding.temperature": {
+        "en": "Temperature (0 = greedy)",
+        "ko": "온도 (0 = 그리디)"},
+    "decoding.temperature_help": {
+        "en": "0 writes the most likely token at every step (greedy, the default). Above 0 the model samples: the logits are divided by the temperature before softmax (below 1 sharper, above 1 flatter), then top-k and top-p cut the candidates, and a token is drawn.",
+        "ko": "0이면 매 단계 가장 가능성 높은 토큰을 씁니다 (그리디, 기본값). 0보다 크면 샘플링합니다: 소프트맥스 전에 로짓을 온도로 나누고 (1보다 작으면 더 뾰족하게, 크면 더 평평하게), top-k와 top-p로 후보를 자른 뒤 토큰 하나를 뽑습니다."},
+    "decoding.top_k": {
+        "en": "Top-k (0 = off)",
+        "ko": "top-k (0 = 끔)"},
+    "decoding.top_k_help": {
+        "en": "Keep only the k most likely tokens; the rest cannot be drawn. Applied before top-p.",
+        "ko": "가능성이 가장 높은 토큰 k개만 남기고 나머지는 뽑힐 수 없게 합니다. top-p보다 먼저 적용합니다."},
+    "decoding.top_p": {
+        "en": "Top-p (1 = off)",
+        "ko": "top-p (1 = 끔)"},
+    "decoding.top_p_help": {
+        "en": "Nucleus sampling: keep the smallest set of the most likely tokens whose probabilities (after temperature and top-k) add up to at least p; the rest cannot be drawn.",
+        "ko": "뉴클리어스 샘플링: 가장 가능성 높은 토큰부터 확률(온도와 top-k 적용 후)을 더해 p 이상이 되는 가장 작은 집합만 남기고, 나머지는 뽑힐 수 없게 합니다."},
+    "decoding.seed": {
+        "en": "Random seed",
+        "ko": "난수 시드"},
+    "decoding.seed_help": {
+        "en": "The same seed draws the same tokens again (the random generator is this decoding's own).",
+        "ko": "같은 시드면 같은 토큰을 다시 뽑습니다 (이 디코딩만의 난수 생성기를 씁니다)."},
+    "decoding.sampling_note": {
+        "en": "Sampled, not greedy: temperature T = {T}, top-k with k = {k}, top-p with p = {p}, random seed {seed}. The candidates show the model's own probabilities (temperature 1); grey ones were cut by top-k or top-p and could not be drawn. The formula's argmax becomes a draw from what is left.",
+        "ko": "그리디가 아니라 샘플링했습니다: 온도 T = {T}, top-k의 k = {k}, top-p의 p = {p}, 난수 시드 {seed}. 후보의 확률은 모델 본래의 확률(온도 1)이고, 회색 후보는 top-k나 top-p로 잘려 뽑힐 수 없었습니다. 수식의 argmax 대신 남은 후보 중에서 뽑습니다."},
+    "decoding.top_panel_sampled": {
+        "en": "next-token candidates, sampled: T = {T} · k = {k} · p = {p} · random seed {seed} (drawn: vermillion; cut: grey)",
+        "ko": "다음 토큰 후보, 샘플링: T = {T} · k = {k} · p = {p} · 난수 시드 {seed} (뽑힌 것: 주홍색, 잘린 것: 회색)"},
+    "decoding.cut_top_k": {
+        "en": "cut by top-k",
+        "ko": "top-k로 잘림"},
+    "decoding.cut_top_p": {
+        "en": "cut by top-p",
+        "ko": "top-p로 잘림"},
     # --- models from a folder, configured models (issue 24) --------------------------------------
 }
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
-MODELS = ("seed", "seed-sort", "minilm", "smollm2")
-VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "decoding",
-         "whatif", "compare")
+MODELS = ("seed", "seed-sort", "minilm", "smollm2")  # built in; model_names() adds the configured ones
+VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "beyond",
+         "decoding", "whatif", "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 DEFAULT_STAGE = "softmax"  # the stage the default page (view=stage) opens on
@@ -93,11 +93,21 @@ class Params:
     notices: list[Notice] = field(default_factory=list)  # the text was cut to the limits
 
 
+def model_names() -> tuple[str, ...]:
+    """The names a visitor may choose or link to: the built-in ones, then the host's configured
+    ones (model/configured.py). Never a path: a folder typed in the sidebar is local mode's alone."""
+    from model import configured
+
+    return (*MODELS, *configured.entries(reserved=MODELS))
+
+
 def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn"),
-                 langs=("en", "ko")) -> Params:
+                 langs=("en", "ko"), models: tuple[str, ...] | None = None) -> Params:
     """Validate URL query parameters. Unknown values are ignored (and reported); integers are
-    parsed here and clipped later, once the model (and so the ranges) is known."""
+    parsed here and clipped later, once the model (and so the ranges) is known. ``models``: the
+    names ``model=`` may take (default ``model_names()``); a path never is one."""
     p = Params()
+    models = model_names() if models is None else models
 
     def get(name):
         v = qp.get(name)
@@ -105,7 +115,7 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
             v = v[-1] if v else None
         return v
 
-    for name, choices, why in (("model", MODELS, "why_model"), ("block", blocks, "why_choice"),
+    for name, choices, why in (("model", models, "why_model"), ("block", blocks, "why_choice"),
                                ("lang", langs, "why_choice"), ("view", VIEWS, "why_choice")):
         v = get(name)
         if v is None:
@@ -147,3 +157,31 @@ def limit_compare(raw: str) -> tuple[str, bool]:
     lines, notices = limit_sentences(raw or "")
     text = lines[0] if lines else ""
     return text, bool(notices) or len(lines) > 1
+
+
+# --- sampling in the Decoding view (issue 26, item 7) -------------------------------------------------
+MAX_TEMPERATURE = 5.0
+MAX_SEED = 2**31 - 1
+
+
+def parse_sampling(raw) -> tuple[float, int | None, float | None, int] | None:
+    """The URL's ``sample`` ("T,k,p,seed": temperature > 0, top-k (0: off), top-p in (0, 1] (1: off),
+    seed) as (temperature, top_k or None, top_p or None, seed); None for greedy, a malformed or an
+    out-of-range value (never an exception)."""
+    parts = str(raw or "").split(",")
+    if len(parts) != 4:
+        return None
+    try:
+        temp, k, p, seed = float(parts[0]), int(parts[1]), float(parts[2]), int(parts[3])
+    except ValueError:
+        return None
+    if not (0 < temp <= MAX_TEMPERATURE and 0 <= k <= 10**6 and 0 < p <= 1 and 0 <= seed <= MAX_SEED):
+        return None
+    return temp, (k or None), (None if p >= 1 else p), seed
+
+
+def format_sampling(temperature: float, top_k: int | None, top_p: float | None, seed: int) -> str:
+    """The URL's ``sample`` for these settings ("" for greedy); ``parse_sampling`` reads it back."""
+    if not temperature:
+        return ""
+    return f"{float(temperature):g},{int(top_k or 0)},{float(top_p or 1.0):g},{int(seed)}"

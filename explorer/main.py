@@ -25,7 +25,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, export_ui, i18n, inputs, presenter, state
+from explorer import access, export_ui, i18n, inputs, models_ui, presenter, state
 from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
@@ -114,10 +114,7 @@ def sidebar_inputs() -> tuple[str, str]:
     keep("lang", "en")
     sb.radio(i18n.t("language", lang()), i18n.LANGS, key="lang", horizontal=True,
              format_func=lambda x: i18n.LANG_NAMES[x])
-    if keep("model", "seed") not in inputs.MODELS:
-        st.session_state["model"] = "seed"
-    sb.selectbox(t("model"), inputs.MODELS, key="model",
-                 format_func=lambda m, lg=lang(): f"{m} — {i18n.t('models.' + m, lg)}")
+    models_ui.picker(sb, keep("model", "seed"))  # built-in, configured and (local mode) typed models
     examples = load_examples()
 
     def use_example() -> None:
@@ -459,12 +456,47 @@ KEEP += ("step",)
 OWN_VIEWS = ("decoding",)  # views of their own, not part of "all"
 
 
+KEEP += ("dec_temperature", "dec_top_k", "dec_top_p", "dec_seed")
+
+
+def sampling_controls() -> dict:
+    """Temperature, top-k, top-p and a seed (the URL's `sample`); greedy while the temperature is 0."""
+    if not st.session_state.get("_sample_url_read"):
+        st.session_state["_sample_url_read"] = True
+        got = inputs.parse_sampling(st.query_params.get("sample"))
+        if got is not None:
+            for k, v in zip(("dec_temperature", "dec_top_k", "dec_top_p", "dec_seed"), got):
+                st.session_state[k] = v if v is not None else {"dec_top_k": 0, "dec_top_p": 1.0}[k]
+    for k, v in (("dec_temperature", 0.0), ("dec_top_k", 0), ("dec_top_p", 1.0), ("dec_seed", 0)):
+        keep(k, v)
+    c1, c2, c3, c4 = st.columns(4)
+    c1.number_input(t("decoding.temperature"), min_value=0.0, max_value=inputs.MAX_TEMPERATURE, step=0.1,
+                    key="dec_temperature", help=t("decoding.temperature_help"))
+    sampling = float(st.session_state["dec_temperature"]) > 0
+    c2.number_input(t("decoding.top_k"), min_value=0, max_value=10**6, step=1, key="dec_top_k",
+                    help=t("decoding.top_k_help"), disabled=not sampling)
+    c3.number_input(t("decoding.top_p"), min_value=0.01, max_value=1.0, step=0.05, key="dec_top_p",
+                    help=t("decoding.top_p_help"), disabled=not sampling)
+    c4.number_input(t("decoding.seed"), min_value=0, max_value=inputs.MAX_SEED, step=1, key="dec_seed",
+                    help=t("decoding.seed_help"), disabled=not sampling)
+    s = st.session_state
+    chosen = dict(temperature=float(s["dec_temperature"]), top_k=int(s["dec_top_k"]) or None,
+                  top_p=None if float(s["dec_top_p"]) >= 1 else float(s["dec_top_p"]), seed=int(s["dec_seed"]))
+    value = inputs.format_sampling(**chosen)
+    if value:
+        sync_url({"sample": value})
+    elif "sample" in st.query_params:
+        del st.query_params["sample"]
+    return chosen if sampling else {}
+
+
 def decoding_trace(page: Page) -> dict:
     """Attach the selected sentence's cached trace to the page's run; the step from the URL or the
     widget, clipped to the steps there are."""
+    sampling = sampling_controls()
     try:
-        with busy(("trace", page.sel.model, page.texts[page.sel.sentence])):
-            tr = state.trace(page.sel.model, page.texts[page.sel.sentence])
+        with busy(("trace", page.sel.model, page.texts[page.sel.sentence], tuple(sampling.values()))):
+            tr = state.trace(page.sel.model, page.texts[page.sel.sentence], **sampling)
     except Exception as e:  # the stage then says it has no trace
         log.exception("decoding failed")
         st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
@@ -478,7 +510,8 @@ def decoding_trace(page: Page) -> dict:
             st.warning(t("clipped_param", name="step", value=value, used=used), icon="⚠️")
         st.session_state["step"] = used
     st.session_state["step"] = inputs.clip(keep("step", 0), tr.n_steps)
-    return {"decoding": {"step": int(st.session_state["step"])}}
+    # the sampling enters the figure memo's key (the trace it draws is attached to the run, not keyed)
+    return {"decoding": {"step": int(st.session_state["step"]), "sampling": tr.sampling}}
 
 
 def decoding_details(page: Page) -> None:
@@ -493,7 +526,10 @@ def decoding_details(page: Page) -> None:
     first = 1 if tr.kind == "encoder-decoder" else 0  # the seed decoder's column 0 is <s>
     st.caption(t("decoding.written_at", t=step))
     st.code("".join(tr.tokens[first: q + 1]) + " → " + style.visible(tr.chosen_tokens[step]), language=None)
-    options = {"step": step}
+    options = {"step": step, "sampling": tr.sampling}
+    if tr.sampling:
+        temp, k, p, seed = tr.sampling
+        st.caption(t("decoding.sampling_note", T=f"{temp:g}", k=k or "—", p=f"{p:g}" if p else "—", seed=seed))
     fig, _ = state.stage_figure("decoding", page.sel.model, page.texts, page.run, page.info, page.sel, page.lang,
                                 **options)
     export_ui.animation_downloads(fig, page.meta("decoding"), "decoding")
@@ -527,7 +563,7 @@ def page() -> None:
     if not texts:
         show_messages(messages)
         st.info(t("empty"), icon="✍️")
-        sync_url({"model": name, "lang": lang(), "text": ""})
+        sync_url({**models_ui.url_value(name), "lang": lang(), "text": ""})
         return
 
     try:
@@ -537,14 +573,14 @@ def page() -> None:
         show_messages(messages)
         st.error(t("model_error", name=name, error=str(e)))
         st.info(t("choose_other"))
-        sync_url({"model": name, "lang": lang()})
+        sync_url({**models_ui.url_value(name), "lang": lang()})
         return
     except Exception as e:  # a loader that is not there yet, a broken download, ...
         log.exception("loading %s failed", name)
         show_messages(messages)
         st.error(t("model_error", name=name, error=f"{type(e).__name__}: {e}"))
         st.info(t("choose_other"))
-        sync_url({"model": name, "lang": lang()})
+        sync_url({**models_ui.url_value(name), "lang": lang()})
         return
     if fallback:
         st.warning(t("weights_missing", name=name, error=fallback), icon="⚠️")
@@ -584,7 +620,7 @@ def page() -> None:
             st.header(t(f"section_{section}"), divider="gray")
         SECTION_PAGES.get(section, render_section)(section, pg)
 
-    sync_url({"model": name, "lang": lang(), "text": "\n".join(texts), "sentence": sel.sentence,
+    sync_url({**models_ui.url_value(name), "lang": lang(), "text": "\n".join(texts), "sentence": sel.sentence,
               "block": sel.block, "layer": sel.layer, "head": sel.head, "view": view})
     if view == STAGE_VIEW and st.session_state.get("stage"):
         sync_url({"stage": st.session_state["stage"]})
@@ -777,6 +813,51 @@ def compare_controls(page: Page) -> dict:
 CONTROLS.update({
     "whatif": (whatif_controls, None),
     "compare": (compare_controls, None),
+})
+
+
+# --- beyond one head (issue 26): the logit lens and head roles attach what they read to the run ----
+# The lens of the sentence on screen and the model's induction scores are made once (explorer/state.py)
+# and attached to the page's run; the option "attached" names them, so that the figure memo never
+# serves a figure built without them (export builds its own: explorer/export).
+KEEP += ("role",)
+
+
+def lens_controls(page: Page) -> dict:
+    s = page.sel.sentence
+    try:
+        with busy(("lens", page.sel.model, tuple(page.texts), s), "lens.running"):
+            made = state.lens(page.sel.model, page.texts, page.run, s)
+    except Exception as e:  # the stage then says the lens is not made
+        log.exception("logit lens failed")
+        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        return {}
+    page.run = page.run.with_lens(made)
+    return {"logit_lens": {"attached": ("lens", page.texts[s])}}
+
+
+def roles_controls(page: Page) -> dict:
+    """The induction scores attached, and the role that colours the heads."""
+    attached = None
+    try:
+        with busy(("induction", page.sel.model), "roles.running"):
+            page.run = page.run.with_induction(state.induction(page.sel.model))
+        attached = ("induction", page.sel.model)
+    except Exception as e:
+        log.exception("induction scores failed")
+        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+    from explorer.views.analysis import ROLE_NAME, ROLES
+
+    if keep("role", "induction") not in ROLES:
+        st.session_state["role"] = "induction"
+    st.selectbox(t("roles.choose"), list(ROLES), key="role",
+                 format_func=lambda r, lg=lang(): i18n.fig_labels(lg)[ROLE_NAME[r]])
+    return {"head_roles": {"role": st.session_state["role"], "attached": attached}}
+
+
+CONTROLS.update({
+    "lens": (lens_controls, None),
+    "roles": (roles_controls, None),
 })
 
 

@@ -35,7 +35,8 @@ import streamlit as st
 import model
 from explorer import fastpath, inputs, memory
 from explorer.views import stages
-from explorer.views.data import RunData, run_data, weights_of
+from explorer.views.data import (LensData, RunData, induction_scores, lens_data, run_data,
+                                weights_of)
 from explorer.views.trace import TraceData, trace_data
 from model.registry import SEED_WEIGHTS
 
@@ -344,14 +345,52 @@ TRACE_CACHE_ENTRIES = 8
 
 
 @st.cache_resource(max_entries=TRACE_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
-def _trace(name: str, stamp: float | None, text: str) -> TraceData:
+def _trace(name: str, stamp: float | None, text: str, sampling: tuple = ()) -> TraceData:
     m, _ = _load(name, stamp)
     with _RUN_SLOTS:  # a cache hit never waits here
-        return trace_data(m, text)
+        if not sampling:  # greedy: the call as it always was
+            return trace_data(m, text)
+        temperature, top_k, top_p, seed = sampling
+        return trace_data(m, text, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
 
 
-def trace(name: str, text: str) -> TraceData:
-    """The model's greedy decoding of ``text``, step by step (cached by model and text): moving
-    through its steps, or changing layer, head or view, never runs the model again. TypeError for
-    an encoder-only model."""
-    return _trace(name, weights_stamp(name), text)
+def trace(name: str, text: str, temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None,
+          seed: int = 0) -> TraceData:
+    """The model's greedy decoding of ``text``, step by step (cached by model, text and sampling):
+    moving through its steps, or changing layer, head or view, never runs the model again.
+    ``temperature > 0`` samples (``top_k``, ``top_p``, ``seed``: model.base.generate_with_cache).
+    TypeError for an encoder-only model."""
+    sampling = (float(temperature), top_k, top_p, int(seed)) if temperature else ()
+    return _trace(name, weights_stamp(name), text, sampling)
+
+
+# --- beyond one head (issue 26): the logit lens and the induction scores ---------------------------
+# Both are made once and attached to the run by the stages' controls (explorer/main.py); a builder
+# only reads them. The lens is as costly as a forward pass (every layer through the output matrix),
+# so it is made for the sentence on screen when its stage is opened, not with every run.
+ANALYSIS_CACHE_ENTRIES = 8
+
+
+@st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _lens(name: str, stamp: float | None, texts: tuple[str, ...], sentence: int, _run: RunData) -> LensData:
+    m, _ = _load(name, stamp)
+    with _RUN_SLOTS:  # a cache hit never waits here
+        return lens_data(m, _run, sentence)
+
+
+def lens(name: str, texts: list[str], run: RunData, sentence: int) -> LensData:
+    """The logit lens of one sentence of the run (cached by model, sentences and sentence)."""
+    return _lens(name, weights_stamp(name), tuple(texts), int(sentence), run)
+
+
+@st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
+def _induction(name: str, stamp: float | None) -> dict:
+    m, _ = _load(name, stamp)
+    with _RUN_SLOTS:
+        return induction_scores(m)
+
+
+def induction(name: str) -> dict:
+    """Each self-attention block's induction scores (layers, heads), once per model: one forward pass
+    on a repeated random sequence (explorer/views/data.py: induction_scores)."""
+    return _induction(name, weights_stamp(name))

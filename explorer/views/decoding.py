@@ -32,6 +32,7 @@ from .trace import TraceData
 _lab = style.with_labels
 NEW = "#D55E00"  # Okabe–Ito vermillion: the new row / column, the chosen token
 OTHER = "#0072B2"  # Okabe–Ito blue: the other candidates
+CUT = "#BBBBBB"  # sampling: a candidate top-k or top-p cut (it could not be drawn)
 CAUSAL = "#56B4E9"  # the causal edge
 NOT_YET = "#fbfbfb"  # covers what the step has not computed yet (opaque: no peeking ahead)
 FRAME_MS = 700  # play: one step every 0.7 s
@@ -129,11 +130,29 @@ def _shapes(tr: TraceData, t: int, n_keys: int, hs: int, S: int | None) -> list[
     return out
 
 
-def _bars(tr: TraceData, t: int) -> dict:
+def _cut(tr: TraceData, t: int, W: dict | None) -> list[str]:
+    """Per candidate of step t: "" or the words of the sampling rule that cut it (top-k, top-p)."""
+    if tr.cut_by is None:
+        return [""] * len(tr.top_ids[t])
+    W = W or default_words()
+    return [W[f"cut_{c}"] if c else "" for c in tr.cut_by[t]]
+
+
+def _top_panel(tr: TraceData, W: dict) -> str:
+    """The candidates panel's title: greedy, or the sampling settings (cut candidates in grey)."""
+    if not tr.sampling:
+        return W["top_panel"]
+    temp, k, p, seed = tr.sampling
+    return W["top_panel_sampled"].format(T=f"{temp:g}", k=k or "—", p=f"{p:g}" if p else "—", seed=seed)
+
+
+def _bars(tr: TraceData, t: int, W: dict | None = None) -> dict:
     probs = tr.top_probs[t].astype(float)
     chosen = int(tr.chosen_ids[t])
-    labels = [f"{style.token_label(tok)}  {p:.1%}" for tok, p in zip(tr.top_tokens[t], probs)]
-    colours = [NEW if int(i) == chosen else OTHER for i in tr.top_ids[t]]
+    cut = _cut(tr, t, W)
+    labels = [f"{style.token_label(tok)}  {p:.1%}" + (f"  ✂ {style.esc(c)}" if c else "")
+              for tok, p, c in zip(tr.top_tokens[t], probs, cut)]
+    colours = [NEW if int(i) == chosen else CUT if c else OTHER for i, c in zip(tr.top_ids[t], cut)]
     return dict(x=probs, text=labels, marker=dict(color=colours), customdata=tr.top_ids[t].astype(np.int32))
 
 
@@ -196,7 +215,7 @@ def timeline_figure(tr: TraceData, layer: int, head: int, step: int = 0, *, titl
     n_top = tr.top_ids.shape[1]
     traces.append(style.trace("bar", orientation="h", y=np.arange(n_top), textposition="auto", cliponaxis=False,
                               name=style.esc(W["top_short"]), xaxis="x5", yaxis="y5", insidetextanchor="start",
-                              hovertemplate="%{text}<br>id %{customdata}<extra></extra>", **_bars(tr, step)))
+                              hovertemplate="%{text}<br>id %{customdata}<extra></extra>", **_bars(tr, step, W)))
     i_text = len(traces)
     pattern_y = PATTERN_Y if cross is not None else [PATTERN_Y[0], 0.95]
     header_y = HEADER_Y if cross is not None else pattern_y
@@ -241,7 +260,7 @@ def timeline_figure(tr: TraceData, layer: int, head: int, step: int = 0, *, titl
                               tickvals=ticks_q)
     kv = f" ({style.esc(L['kv_head'])} {g})" if tr.kv_group > 1 else ""
     panels = [(style.esc(W["self_panel"]), LEFT, pattern_y), (style.esc(W["k_panel"]) + kv, LEFT, K_Y),
-              (style.esc(W["v_panel"]) + kv, LEFT, V_Y), (style.esc(W["top_panel"]), [RIGHT[0] + 0.04, RIGHT[1]], TOP_Y)]
+              (style.esc(W["v_panel"]) + kv, LEFT, V_Y), (style.esc(_top_panel(tr, W)), [RIGHT[0] + 0.04, RIGHT[1]], TOP_Y)]
     if cross is not None:
         panels.append((style.esc(W["cross_panel"]), RIGHT, PATTERN_Y))
     lay["annotations"] = [
@@ -252,7 +271,7 @@ def timeline_figure(tr: TraceData, layer: int, head: int, step: int = 0, *, titl
         lay[k] = {**lay[k], **v} if isinstance(v, dict) else v
 
     frames = [dict(name=str(t), traces=[i_bars, i_text],
-                   data=[dict(type="bar", **_bars(tr, t)), dict(type="scatter", text=[_header(tr, t, W)])],
+                   data=[dict(type="bar", **_bars(tr, t, W)), dict(type="scatter", text=[_header(tr, t, W)])],
                    layout=_frame_layout(tr, t, n_keys, hs, S)) for t in range(n)]
     animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
     lay["sliders"] = [dict(
@@ -286,8 +305,9 @@ def timeline_table(tr: TraceData, layer: int, head: int, *, labels: dict | None 
         j = int(np.nanargmax(row))
         rec = {L["position"]: q, W["reads"]: tr.tokens[q], W["writes"]: tr.chosen_tokens[t],
                L["probability"]: float(tr.chosen_probs[t]),
-               W["candidates"]: " · ".join(f"{style.plain_text(tok)} {p:.3f}"
-                                           for tok, p in zip(tr.top_tokens[t], tr.top_probs[t].astype(float))),
+               W["candidates"]: " · ".join(f"{style.plain_text(tok)} {p:.3f}" + (f" ✂ {c}" if c else "")
+                                           for tok, p, c in zip(tr.top_tokens[t], tr.top_probs[t].astype(float),
+                                                                _cut(tr, t, W))),
                W["looks_at"]: f"{j}:{style.plain_text(tr.tokens[j])} ({float(row[j]):.3f})"}
         if tr.cross_pattern is not None:
             c = tr.cross_pattern[layer, head, q]

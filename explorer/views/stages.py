@@ -852,7 +852,8 @@ def _decoding_words(lang: str) -> dict[str, str]:
             "decoding.self_short", "decoding.causal_edge", "decoding.cross_short", "decoding.top_short",
             "decoding.self_panel", "decoding.k_panel", "decoding.v_panel",
             "decoding.top_panel", "decoding.cross_panel", "decoding.reads", "decoding.writes",
-            "decoding.candidates", "decoding.looks_at", "decoding.cross_looks_at")
+            "decoding.candidates", "decoding.looks_at", "decoding.cross_looks_at",
+            "decoding.top_panel_sampled", "decoding.cut_top_k", "decoding.cut_top_p")
     return {k.split(".", 1)[1]: i18n.t(k, lang) for k in keys}
 
 

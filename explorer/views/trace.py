@@ -55,6 +55,10 @@ class TraceData:
     generated: str  # the text written (without the end token)
     finished: bool  # True: it wrote its end token; False: it stopped at max_new_tokens
     max_new_tokens: int
+    # sampling (empty: greedy): (temperature, top_k or None, top_p or None, seed)
+    sampling: tuple = ()
+    cut_by: list[list[str]] | None = None  # (steps, n) sampling: "" | "top_k" | "top_p" per candidate
+    sampled_probs: np.ndarray | None = None  # (steps, n) float32 sampling: the probabilities drawn from
 
     @property
     def n_steps(self) -> int:
@@ -104,8 +108,10 @@ def _np(x) -> np.ndarray:
     return x.detach().cpu().float().numpy() if x.dtype.is_floating_point else x.detach().cpu().numpy()
 
 
-def trace_data(m, text: str, *, max_new_tokens: int | None = None) -> TraceData:
-    """Decode ``text`` with ``m.generate_with_cache`` (greedy) and keep what the Decoding view draws.
+def trace_data(m, text: str, *, max_new_tokens: int | None = None, temperature: float = 0.0,
+               top_k: int | None = None, top_p: float | None = None, seed: int = 0) -> TraceData:
+    """Decode ``text`` with ``m.generate_with_cache`` (greedy; ``temperature > 0`` samples, with
+    ``top_k``, ``top_p`` and ``seed`` as there) and keep what the Decoding view draws.
 
     Raises TypeError for an encoder-only model (it has no decoder that writes text)."""
     info = m.info
@@ -113,7 +119,10 @@ def trace_data(m, text: str, *, max_new_tokens: int | None = None) -> TraceData:
         raise TypeError(f"{info.name} is an {info.kind} model: the Decoding view is for models with a "
                         f"decoder (seed, seed-sort, smollm2)")
     limit = max_new_tokens if max_new_tokens is not None else max_new_tokens_for(info)
-    tr = m.generate_with_cache([text], limit, names=hook_names(info))
+    sampling = (float(temperature), top_k, top_p, int(seed)) if temperature else ()
+    tr = m.generate_with_cache([text], limit, names=hook_names(info),
+                               **(dict(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+                                  if sampling else {}))
     n_layers = decoder_layers(info)
     tokens = list(tr.decoder_tokens[0])
     T = len(tokens)
@@ -158,4 +167,6 @@ def trace_data(m, text: str, *, max_new_tokens: int | None = None) -> TraceData:
         chosen_ids=np.asarray([int(s.chosen[0]) for s in tr.top], dtype=np.int32),
         chosen_probs=np.asarray([float(s.chosen_prob[0]) for s in tr.top], dtype=np.float32),
         chosen_tokens=[s.chosen_token[0] for s in tr.top], generated=tr.generated[0], finished=finished,
-        max_new_tokens=int(limit if limit is not None else min(len(tr.input_tokens[0]) + 8, info.max_len - 1)))
+        max_new_tokens=int(limit if limit is not None else min(len(tr.input_tokens[0]) + 8, info.max_len - 1)),
+        sampling=sampling, cut_by=[list(s.cut_by[0]) for s in tr.top] if sampling else None,
+        sampled_probs=np.stack([_np(s.sampled_from[0]) for s in tr.top]).astype(np.float32) if sampling else None)

@@ -1593,6 +1593,251 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "K/V head {g}: {n} query heads / {kv} K/V heads = {group} query heads per K/V head, so heads {heads} share it (their keys are identical in the run).",
         "ko": "K/V 헤드 {g}입니다. 쿼리 헤드 {n}개 / K/V 헤드 {kv}개 = K/V 헤드마다 쿼리 헤드 {group}개이므로, 헤드 {heads} 모두 이 K/V 헤드를 함께 씁니다 (실행에서 이들의 키는 똑같습니다)."},
     # --- beyond one head: logit lens, rollout, value norms, query/key map, head roles (issue 26) ------
+    "section_beyond": {
+        "en": "Beyond one head",
+        "ko": "헤드 하나를 넘어서"},
+    "stage.logit_lens.title": {
+        "en": "Logit lens: what each layer predicts",
+        "ko": "로짓 렌즈: 레이어마다의 예측"},
+    "stage.logit_lens.explain.decoder": {
+        "en": "What would the model predict if it stopped after layer ℓ? Each cell reads the residual stream "
+              "after that layer through the model's own readout (the final RMSNorm, then the output matrix), "
+              "exactly as the model reads its last layer, and shows the most likely next token and its "
+              "probability. The top row (layer {last_layer}) is the model's real prediction; position i predicts "
+              "the token at i + 1. At the last position ({last}) the top token is “{word}” from layer {settled} "
+              "on. The earlier layers were never trained to be read this way, so their rows are a rough view "
+              "of what the stream already holds, not what those layers “mean”.",
+        "ko": "모델이 레이어 ℓ 다음에서 멈춘다면 무엇을 예측할까요? 각 칸은 그 레이어 뒤의 잔차 스트림을 모델 자신의 "
+              "출력 단계(마지막 RMSNorm, 그다음 출력 행렬)로 읽은 결과로, 모델이 마지막 레이어를 읽는 방식과 똑같습니다. "
+              "가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 맨 위 행(레이어 {last_layer})이 모델의 실제 예측이며, "
+              "위치 i는 i + 1의 토큰을 예측합니다. 마지막 위치({last})에서는 레이어 {settled}부터 1위 토큰이 "
+              "“{word}”입니다. 앞쪽 레이어는 이렇게 읽히도록 학습된 적이 없으므로, 그 행들은 스트림에 이미 담긴 것을 "
+              "대략 보여 줄 뿐 그 레이어가 “뜻하는” 바는 아닙니다."},
+    "stage.logit_lens.explain.seed": {
+        "en": "What would the seed decoder write if it stopped after layer ℓ? Each cell reads the decoder's "
+              "residual stream after that layer through the tied output matrix E (the embedding matrix; each "
+              "post-LayerNorm block already ends in a norm, so nothing else comes between), and shows the most "
+              "likely next token and its probability. The top row (layer {last_layer} of {n}) is what the model "
+              "wrote; position t predicts the token at t + 1. At the last position ({last}) the top token is "
+              "“{word}” from layer {settled} on. The earlier layers were never trained to be read this way: a "
+              "rough view, not what they “mean”.",
+        "ko": "시드 디코더가 레이어 ℓ 다음에서 멈춘다면 무엇을 쓸까요? 각 칸은 그 레이어 뒤의 디코더 잔차 스트림을 묶인 "
+              "출력 행렬 E(임베딩 행렬; 사후 LayerNorm 블록마다 이미 정규화로 끝나므로 그 사이에 다른 것은 없습니다)로 "
+              "읽어, 가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 맨 위 행({n}개 중 레이어 {last_layer})이 "
+              "모델이 실제로 쓴 것이며, 위치 t는 t + 1의 토큰을 예측합니다. 마지막 위치({last})에서는 레이어 "
+              "{settled}부터 1위 토큰이 “{word}”입니다. 앞쪽 레이어는 이렇게 읽히도록 학습된 적이 없으므로 대략적인 "
+              "모습일 뿐, 그 레이어가 “뜻하는” 바는 아닙니다."},
+    "lens.not_made": {
+        "en": "The logit lens of this sentence is not computed yet: it reads every layer through the output "
+              "matrix, about as costly as a forward pass. Open this stage on the page once (the app then keeps "
+              "it), or export it with python -m explorer.export --stages logit_lens.",
+        "ko": "이 문장의 로짓 렌즈는 아직 계산되지 않았습니다. 모든 레이어를 출력 행렬로 읽으므로 순전파 한 번만큼 "
+              "비용이 듭니다. 페이지에서 이 단계를 한 번 열거나(그러면 앱이 보관합니다), "
+              "python -m explorer.export --stages logit_lens 로 내보내세요."},
+    "needs.readout": {
+        "en": "an output head (a decoder)",
+        "ko": "출력 헤드(디코더)가 있는"},
+    "needs.self_attn": {
+        "en": "self-attention (choose a self-attention block)",
+        "ko": "셀프 어텐션이 있는 (셀프 어텐션 블록을 고르세요)"},
+    "stage.rollout.title": {
+        "en": "Attention rollout across layers",
+        "ko": "레이어를 가로지르는 어텐션 롤아웃"},
+    "stage.rollout.explain.causal": {
+        "en": "Attention rollout (Abnar & Zuidema 2020) multiplies the layers' attention to estimate how much "
+              "of each input token reaches each position at the top of the stack. It assumes three things: the "
+              "residual connection passes the stream on unchanged (the 0.5·I: half of every position stays "
+              "itself), the {h} heads count equally (their weights are averaged), and mixing is linear (the "
+              "values, W_O, the feed-forward and the norms are left out). None of them holds exactly, so rollout "
+              "misleads where they matter: a head can put much weight on a token and move almost nothing (see "
+              "the value norms), and in a causal model the first tokens collect weight merely because every "
+              "later position can see them. Here, over {n} layers, the last token (position {last}) keeps {own}% "
+              "of itself and gets {first}% from the first token.",
+        "ko": "어텐션 롤아웃(Abnar & Zuidema 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
+              "얼마나 이르는지 어림합니다. 세 가지를 가정합니다: 잔차 연결은 스트림을 그대로 넘긴다(0.5·I: 각 위치의 "
+              "절반은 자기 자신으로 남음), {h}개 헤드는 똑같이 센다(가중치를 평균), 섞임은 선형이다(밸류, W_O, "
+              "피드포워드, 정규화는 빠짐). 어느 것도 정확히 맞지 않으므로, 그것이 중요한 곳에서 롤아웃은 오해를 "
+              "부릅니다: 헤드는 어떤 토큰에 가중치를 많이 주면서도 거의 아무것도 옮기지 않을 수 있고(밸류 노름 참고), "
+              "인과 모델에서는 뒤의 모든 위치가 볼 수 있다는 이유만으로 앞쪽 토큰에 가중치가 쌓입니다. 여기서는 "
+              "{n}개 레이어를 거쳐 마지막 토큰(위치 {last})이 자기 자신을 {own}% 유지하고 첫 토큰에서 {first}%를 받습니다."},
+    "stage.rollout.explain.encoder": {
+        "en": "Attention rollout (Abnar & Zuidema 2020) multiplies the layers' attention to estimate how much "
+              "of each input token reaches each position at the top of the stack. It assumes three things: the "
+              "residual connection passes the stream on unchanged (the 0.5·I: half of every position stays "
+              "itself), the {h} heads count equally (their weights are averaged), and mixing is linear (the "
+              "values, W_O, the feed-forward and the norms are left out). None of them holds exactly, so rollout "
+              "misleads where they matter: a head can put much weight on a token and move almost nothing (see "
+              "the value norms), so tokens that many heads use as a resting place (start, end or separator "
+              "tokens) look more important than they are. Here, over {n} layers, the last token (position "
+              "{last}) keeps {own}% of itself and gets {first}% from the first token.",
+        "ko": "어텐션 롤아웃(Abnar & Zuidema 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
+              "얼마나 이르는지 어림합니다. 세 가지를 가정합니다: 잔차 연결은 스트림을 그대로 넘긴다(0.5·I: 각 위치의 "
+              "절반은 자기 자신으로 남음), {h}개 헤드는 똑같이 센다(가중치를 평균), 섞임은 선형이다(밸류, W_O, "
+              "피드포워드, 정규화는 빠짐). 어느 것도 정확히 맞지 않으므로, 그것이 중요한 곳에서 롤아웃은 오해를 "
+              "부릅니다: 헤드는 어떤 토큰에 가중치를 많이 주면서도 거의 아무것도 옮기지 않을 수 있어(밸류 노름 참고), "
+              "많은 헤드가 쉬는 자리로 쓰는 토큰(시작, 끝, 구분 토큰)이 실제보다 중요해 보입니다. 여기서는 {n}개 "
+              "레이어를 거쳐 마지막 토큰(위치 {last})이 자기 자신을 {own}% 유지하고 첫 토큰에서 {first}%를 받습니다."},
+    "stage.rollout.explain.seed_decoder": {
+        "en": "Attention rollout (Abnar & Zuidema 2020) over the seed decoder's self-attention: it multiplies "
+              "the layers' attention to estimate how much of each decoder input token reaches each position at "
+              "the top. It assumes that the residual connection passes the stream on unchanged (the 0.5·I), "
+              "that the {h} heads count equally (averaged) and that mixing is linear (values, W_O, feed-forward "
+              "and norms left out); and here it follows only the decoder's self-attention: what cross-attention "
+              "brings in from the encoder is not counted at all. Read it as a rough picture: in a causal stack "
+              "the first tokens collect weight merely because every later position can see them. Here, over "
+              "{n} layers, the last token (position {last}) keeps {own}% of itself and gets {first}% from the "
+              "first token (<s>).",
+        "ko": "시드 디코더의 셀프 어텐션에 대한 어텐션 롤아웃(Abnar & Zuidema 2020)입니다. 레이어들의 어텐션을 곱해 "
+              "디코더 입력 토큰 각각이 맨 위의 각 위치에 얼마나 이르는지 어림합니다. 잔차 연결은 스트림을 그대로 "
+              "넘기고(0.5·I), {h}개 헤드는 똑같이 세며(평균), 섞임은 선형이라고(밸류, W_O, 피드포워드, 정규화는 "
+              "빠짐) 가정합니다. 게다가 여기서는 디코더의 셀프 어텐션만 따라가므로, 크로스 어텐션이 인코더에서 "
+              "가져오는 것은 전혀 세지 않습니다. 대략적인 그림으로 읽으세요: 인과 스택에서는 뒤의 모든 위치가 볼 수 "
+              "있다는 이유만으로 앞쪽 토큰에 가중치가 쌓입니다. 여기서는 {n}개 레이어를 거쳐 마지막 토큰(위치 "
+              "{last})이 자기 자신을 {own}% 유지하고 첫 토큰(<s>)에서 {first}%를 받습니다."},
+    "stage.value_norms.title": {
+        "en": "Weight is not influence: value-weighted attention",
+        "ko": "가중치는 영향력이 아니다: 밸류로 잰 어텐션"},
+    "stage.value_norms.explain.bias": {
+        "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
+              "its value vector after the output projection. The right panel shows the length of each term, "
+              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
+              "queries after the first put {w0}% of their weight on the first token, yet that token makes up "
+              "{n0}% of the length the head moves. Much weight with a short value vector is an attention sink: "
+              "a place to put weight the head does not need. The values are those this head reads (K/V head "
+              "{kv}); the output bias b_O belongs to all heads together and is left out.",
+        "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
+              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(Kobayashi 외 2020)를, 왼쪽의 가중치 "
+              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
+              "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})이며, 출력 "
+              "바이어스 b_O는 모든 헤드에 함께 속하므로 뺐습니다."},
+    "stage.value_norms.explain.no_bias": {
+        "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
+              "its value vector after the output projection. The right panel shows the length of each term, "
+              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
+              "queries after the first put {w0}% of their weight on the first token, yet that token makes up "
+              "{n0}% of the length the head moves. Much weight with a short value vector is an attention sink: "
+              "a place to put weight the head does not need. The values are those this head reads (K/V head "
+              "{kv}).",
+        "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
+              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(Kobayashi 외 2020)를, 왼쪽의 가중치 "
+              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
+              "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})입니다."},
+    "stage.qk_map.title": {
+        "en": "Queries and keys in one map",
+        "ko": "쿼리와 키를 한 지도에"},
+    "stage.qk_map.explain.plain": {
+        "en": "Every query (circles) and key (diamonds) of head {h} in layer {layer}, for all {n} sentences of "
+              "the batch, in one plane: the first two principal components (PCA) of the vectors together, "
+              "coloured by position. The keys are first translated so that their mean equals the queries' "
+              "mean, as AttentionViz does: that adds the same number q·(q̄ − k̄) to every score of a query, "
+              "which softmax ignores, so the weights stay the same while queries and keys share a centre. Near "
+              "is only roughly “attends to”: two dimensions keep part of the variance (the axis titles say how "
+              "much) and a score is a dot product, not a distance. Lines join the {lines} strongest "
+              "query→key pairs (each query's strongest key).",
+        "ko": "레이어 {layer} 헤드 {h}의 모든 쿼리(원)와 키(마름모)를, 배치의 문장 {n}개 모두에 대해 한 평면에 "
+              "놓았습니다: 벡터 전체의 첫 두 주성분(PCA)이며 색은 위치입니다. 먼저 키의 평균이 쿼리의 평균과 같도록 "
+              "키를 평행이동합니다(AttentionViz와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 "
+              "더해지는데 소프트맥스는 이를 무시하므로, 가중치는 그대로이고 쿼리와 키가 같은 중심을 갖습니다. "
+              "가까움은 “주목함”과 대략만 같습니다: 두 차원은 분산의 일부만 담고(축 제목에 비율) 점수는 거리가 아닌 "
+              "내적입니다. 선은 가장 강한 쿼리→키 쌍 {lines}개(쿼리마다 가장 강한 키)를 잇습니다."},
+    "stage.qk_map.explain.rotary": {
+        "en": "Every query (circles) and key (diamonds) of head {h} in layer {layer}, for all {n} sentences of "
+              "the batch, in one plane: the first two principal components (PCA) of the vectors together, "
+              "coloured by position. They are taken after the rotary encoding, so position is part of where "
+              "they lie. The keys are first translated so that their mean equals the queries' mean, as "
+              "AttentionViz does: that adds the same number q·(q̄ − k̄) to every score of a query, which softmax "
+              "ignores, so the weights stay the same while queries and keys share a centre. Near is only "
+              "roughly “attends to”: two dimensions keep part of the variance (the axis titles say how much) and "
+              "a score is a dot product, not a distance. Lines join the {lines} strongest query→key pairs "
+              "(each query's strongest key).",
+        "ko": "레이어 {layer} 헤드 {h}의 모든 쿼리(원)와 키(마름모)를, 배치의 문장 {n}개 모두에 대해 한 평면에 "
+              "놓았습니다: 벡터 전체의 첫 두 주성분(PCA)이며 색은 위치입니다. 회전 위치 인코딩을 적용한 뒤의 벡터이므로 "
+              "위치도 점이 놓이는 자리에 들어 있습니다. 먼저 키의 평균이 쿼리의 평균과 같도록 키를 평행이동합니다"
+              "(AttentionViz와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 더해지는데 소프트맥스는 "
+              "이를 무시하므로, 가중치는 그대로이고 쿼리와 키가 같은 중심을 갖습니다. 가까움은 “주목함”과 대략만 "
+              "같습니다: 두 차원은 분산의 일부만 담고(축 제목에 비율) 점수는 거리가 아닌 내적입니다. 선은 가장 강한 "
+              "쿼리→키 쌍 {lines}개(쿼리마다 가장 강한 키)를 잇습니다."},
+    "stage.head_roles.title": {
+        "en": "Head roles: previous token, first token, self, induction",
+        "ko": "헤드의 역할: 이전 토큰, 첫 토큰, 자기 자신, 유도"},
+    "stage.head_roles.explain.measured": {
+        "en": "A score per head for four jobs, so that a label comes from a number, not from one picture. "
+              "Previous token: the mean weight from each token to the one before it; first token: to the first "
+              "token (an attention sink); self: to itself; these three over this sentence's {n} real tokens, "
+              "leaving out position 0 (in a causal model it can only read itself). Induction: on {tokens} "
+              "random tokens (a sequence written twice), the mean weight from each token of the second copy to "
+              "the token that followed it in the first copy; such heads let a model continue a pattern it has "
+              "seen (Olsson et al. 2022). Strongest here: previous token {previous_token}; first token "
+              "{first_token}; self {self}; induction {induction}. A score is an average: one head can do "
+              "several jobs, and a short sentence gives noisy scores.",
+        "ko": "헤드마다 네 가지 일의 점수를 매겨, 이름표가 그림 한 장이 아니라 숫자에서 나오게 합니다. 이전 토큰: 각 "
+              "토큰이 바로 앞 토큰에 주는 가중치의 평균, 첫 토큰: 첫 토큰에 주는 평균(어텐션 싱크), 자기 자신: 자신에게 "
+              "주는 평균. 이 셋은 이 문장의 실제 토큰 {n}개에서 재며, 위치 0은 뺍니다(인과 모델에서는 자기 자신만 "
+              "읽을 수 있음). 유도: 무작위 토큰 {tokens}개(같은 열을 두 번 씀)에서, 두 번째 복사본의 각 토큰이 첫 "
+              "번째 복사본에서 그 토큰 바로 뒤에 왔던 토큰에 주는 가중치의 평균입니다. 이런 헤드 덕분에 모델은 본 적 "
+              "있는 패턴을 이어 갑니다(Olsson 외 2022). 여기서 가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 "
+              "{first_token}; 자기 자신 {self}; 유도 {induction}. 점수는 평균입니다: 한 헤드가 여러 일을 할 수 있고, "
+              "짧은 문장의 점수는 흔들립니다."},
+    "stage.head_roles.explain.no_induction": {
+        "en": "A score per head for jobs, so that a label comes from a number, not from one picture. Previous "
+              "token: the mean weight from each token to the one before it; first token: to the first token (an "
+              "attention sink); self: to itself; over this sentence's {n} real tokens, leaving out position 0 "
+              "(in a causal model it can only read itself). Strongest here: previous token {previous_token}; "
+              "first token {first_token}; self {self}. Induction ({induction}) is not measured for this run: it "
+              "needs a forward pass of its own on {tokens} random tokens (a sequence written twice), which the "
+              "app makes once per model when this stage is opened.",
+        "ko": "헤드마다 일의 점수를 매겨, 이름표가 그림 한 장이 아니라 숫자에서 나오게 합니다. 이전 토큰: 각 토큰이 바로 "
+              "앞 토큰에 주는 가중치의 평균, 첫 토큰: 첫 토큰에 주는 평균(어텐션 싱크), 자기 자신: 자신에게 주는 평균. "
+              "이 문장의 실제 토큰 {n}개에서 재며 위치 0은 뺍니다(인과 모델에서는 자기 자신만 읽을 수 있음). 여기서 "
+              "가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 {first_token}; 자기 자신 {self}. 유도({induction})는 "
+              "이 실행에서 재지 않았습니다: 무작위 토큰 {tokens}개(같은 열을 두 번 씀)로 따로 순전파를 한 번 해야 "
+              "하며, 앱은 이 단계를 열 때 모델마다 한 번 그렇게 합니다."},
+    "stage.head_roles.explain.seed_decoder": {
+        "en": "A score per head for jobs, so that a label comes from a number, not from one picture. Previous "
+              "token: the mean weight from each token to the one before it; first token: to the first token "
+              "(<s>, an attention sink); self: to itself; over the decoder's {n} input tokens (<s> and what the "
+              "model wrote), leaving out position 0 (it can only read itself). Strongest here: previous token "
+              "{previous_token}; first token {first_token}; self {self}. Induction ({induction}) is not measured "
+              "for the seed decoder: it reads its own output, not a text that can be written twice ({tokens} "
+              "random tokens); choose the encoder for it.",
+        "ko": "헤드마다 일의 점수를 매겨, 이름표가 그림 한 장이 아니라 숫자에서 나오게 합니다. 이전 토큰: 각 토큰이 바로 "
+              "앞 토큰에 주는 가중치의 평균, 첫 토큰: 첫 토큰(<s>, 어텐션 싱크)에 주는 평균, 자기 자신: 자신에게 주는 "
+              "평균. 디코더 입력 토큰 {n}개(<s>와 모델이 쓴 것)에서 재며 위치 0은 뺍니다(자기 자신만 읽을 수 있음). "
+              "여기서 가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 {first_token}; 자기 자신 {self}. 유도"
+              "({induction})는 시드 디코더에서는 재지 않습니다: 디코더는 두 번 쓸 수 있는 글(무작위 토큰 {tokens}개)이 "
+              "아니라 자기 출력을 읽기 때문입니다. 유도를 보려면 인코더를 고르세요."},
+    "roles.strongest": {
+        "en": "Strongest by {role}: {heads}",
+        "ko": "{role} 점수가 가장 높은 헤드: {heads}"},
+    "roles.no_induction": {
+        "en": "Induction is not measured for this run.",
+        "ko": "이 실행에서는 유도 점수를 재지 않았습니다."},
+    "roles.choose": {
+        "en": "Colour the heads by",
+        "ko": "헤드를 색칠할 기준"},
+    "fig.col_token_id": {"en": "token_id", "ko": "토큰_id"},
+    "fig.col_p": {"en": "p", "ko": "p"},
+    "fig.col_norm": {"en": "norm", "ko": "노름"},
+    "fig.col_kind": {"en": "kind", "ko": "종류"},
+    "fig.col_x": {"en": "x", "ko": "x"},
+    "fig.col_y": {"en": "y", "ko": "y"},
+    "fig.col_previous_token": {"en": "previous_token", "ko": "이전_토큰"},
+    "fig.col_first_token": {"en": "first_token", "ko": "첫_토큰"},
+    "fig.col_self": {"en": "self", "ko": "자기_자신"},
+    "fig.col_induction": {"en": "induction", "ko": "유도"},
+    "fig.role_previous_token": {"en": "previous token", "ko": "이전 토큰"},
+    "fig.role_first_token": {"en": "first token", "ko": "첫 토큰"},
+    "fig.role_self": {"en": "itself", "ko": "자기 자신"},
+    "fig.role_induction": {"en": "induction", "ko": "유도"},
+    "fig.qk_lines": {"en": "strongest query→key pairs", "ko": "가장 강한 쿼리→키 쌍"},
+    "lens.running": {
+        "en": "Reading every layer through the output matrix…",
+        "ko": "모든 레이어를 출력 행렬로 읽는 중…"},
+    "roles.running": {
+        "en": "Measuring induction on a repeated random sequence (once per model)…",
+        "ko": "반복된 무작위 토큰 열로 유도 점수를 재는 중 (모델마다 한 번)…"},
     # --- beyond one head: patching and sampling (issue 26) ---------------------------------------
     "decoding.temperature": {
         "en": "Temperature (0 = greedy)",

@@ -1270,6 +1270,248 @@ def _pe_tutorial(c: _Ctx, title: str, opts: dict):
 
 # === beyond one head: logit lens, rollout, value norms, query/key map, head roles (issue 26) =====
 
+# Analyses read the run, they never rerun it (DESIGN.md). Two need more than the hooks, made once and
+# attached to the run (explorer/views/data.py): the logit lens of the sentence on screen
+# (``run.with_lens(lens_data(m, run, s))``: it reads every layer through ``m.readout``) and the
+# induction scores (``run.with_induction(induction_scores(m))``: a forward pass of its own on a
+# repeated random sequence, once per model). Without them the stage's figure says so.
+
+from . import analysis as an  # noqa: E402  (this section's figures)
+from .data import INDUCTION_TOKENS  # noqa: E402
+
+def _has_readout(info: dict) -> bool:
+    return info.get("kind") in ("decoder", "encoder-decoder")
+
+
+def _lens(c: _Ctx):
+    lens = c.run.lens
+    s = c.sel.sentence
+    if lens is None or s >= len(c.run.texts) or lens.text != c.run.texts[s]:
+        return None
+    return lens
+
+
+def _lens_layers(c: _Ctx) -> int:
+    return layers_for(c.info, "decoder.self_attn")
+
+
+def _lens_formula(c: _Ctx) -> str:
+    if c.info.get("final_norm"):
+        read = r"\mathrm{RMSNorm}\big(h^{(\ell)}_i\big)\, W_{out}^\top"
+    else:
+        read = r"h^{(\ell)}_i\, E^\top"
+    return (r"\hat t^{(\ell)}_i = \arg\max_t\ \mathrm{softmax}\big(" + read + r"\big)_t,\quad p^{(\ell)}_i = \max_t\ "
+            r"\mathrm{softmax}(\cdot)_t,\qquad \ell = 0, \dots, " + str(_lens_layers(c) - 1))
+
+
+def _lens_fill(c: _Ctx) -> dict:
+    """The number of layers, and from the lens: the first layer from which the top token at the last
+    position stays the model's final choice."""
+    n = _lens_layers(c)
+    lens = _lens(c)
+    settled, word, last = "—", "—", "—"
+    if lens is not None and lens.ids.shape[1]:
+        col = lens.ids[:, -1]
+        k = n - 1
+        while k > 0 and col[k - 1] == col[-1]:
+            k -= 1
+        settled, last = k, lens.ids.shape[1] - 1
+        word = style.plain_text(style.visible(lens.token_text.get(int(col[-1]), str(int(col[-1])))), 30)
+    return {"n": n, "last_layer": n - 1, "settled": settled, "word": word, "last": last}
+
+
+@stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens",
+       formula=_lens_formula, fill=_lens_fill, variants=("decoder", "seed"),
+       variant=lambda c: "seed" if c.run.kind == "encoder-decoder" else "decoder",
+       shape=lambda c: [("h", "decoder.blocks.0.hook_resid_post",
+                         (("layers", _lens_layers(c)), ("positions", len(stack_tokens(c.run, "decoder", c.sel.sentence))),
+                          ("d_model", int(c.info["d_model"])))),
+                        ("tensor.logits", "", (("positions", len(stack_tokens(c.run, "decoder", c.sel.sentence))),
+                                               ("vocab", int(c.info["vocab_size"]))))])
+def _logit_lens(c: _Ctx, title: str, opts: dict):
+    if not _has_readout(c.info):
+        return _not_for(c, title, "needs.readout")
+    lens = _lens(c)
+    if lens is None:
+        return _notice(c.words("lens.not_made"), title), None
+    toks = stack_tokens(c.run, lens.stack, c.sel.sentence)
+    return an.lens_figure(lens.ids, lens.probs, lens.token_text, toks, title=title, labels=c.L)
+
+
+def _self_blocks(info: dict) -> tuple[str, ...]:
+    return ("encoder.self_attn", "decoder.self_attn")
+
+
+def _stack_patterns(c: _Ctx) -> tuple[np.ndarray, int]:
+    """(layers, heads, T, T) of the selected self-attention block in every layer, and the real tokens."""
+    stack, attn = c.sel.block.split(".")
+    n_layers = layers_for(c.info, c.sel.block)
+    pats = np.stack([c.run[f"{stack}.blocks.{li}.{attn}.hook_pattern"][c.sel.sentence] for li in range(n_layers)])
+    return pats, min(len(stack_tokens(c.run, stack, c.sel.sentence)), pats.shape[-1])
+
+
+def _rollout_fill(c: _Ctx) -> dict:
+    pats, n = _stack_patterns(c)
+    R = an.rollout(pats, n)
+    return {"n": pats.shape[0], "h": pats.shape[1], "first": f"{100 * float(R[-1, 0]):.0f}",
+            "last": n - 1, "own": f"{100 * float(R[-1, -1]):.0f}"}
+
+
+@stage("rollout", section="beyond", per_head=False, blocks=("encoder.self_attn", "decoder.self_attn"),
+       fill=_rollout_fill, variants=("encoder", "causal", "seed_decoder"),
+       variant=lambda c: "seed_decoder" if c.run.kind == "encoder-decoder" and c.stack == "decoder"
+       else "causal" if c.causal else "encoder",
+       formula=lambda c: (r"\bar A_\ell = \frac{1}{H}\sum_h A_\ell^{(h)},\quad \tilde A_\ell = \mathrm{rownorm}\big(0.5\,\bar A_\ell"
+                          r" + 0.5\, I\big),\quad R = \tilde A_{" + str(layers_for(c.info, c.sel.block) - 1)
+                          + r"} \cdots \tilde A_0"),
+       shape=lambda c: [("A", f"{prefix(c.sel.block, 0)}.hook_pattern",
+                         (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])),
+                          ("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1]))),
+                        ("R", "", (("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1])))])
+def _rollout(c: _Ctx, title: str, opts: dict):
+    if not c.sel.block.endswith("self_attn"):
+        return _not_for(c, title, "needs.self_attn")
+    pats, n = _stack_patterns(c)
+    return an.rollout_figure(an.rollout(pats, n), stack_tokens(c.run, c.stack, c.sel.sentence)[:n], title=title,
+                             labels=c.L)
+
+
+def _value_norms_data(c: _Ctx):
+    w = c.weights
+    if w is None or f"{c.p}.W_O" not in w:
+        return None
+    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
+    pattern = c.t("hook_pattern")[: c.n_q, : c.n_k]
+    v = c.t("hook_v")[: c.n_k]  # this query head's values (repeated per query head under GQA)
+    return pattern, an.value_norms(pattern, v, hw["W_O"]), hw["kv_head"]
+
+
+def _value_norms_fill(c: _Ctx) -> dict:
+    made = _value_norms_data(c)
+    if made is None:
+        return {"w0": "—", "n0": "—", "kv": c.sel.head}
+    pattern, norms, kv = made
+    rows = slice(1, None) if pattern.shape[0] > 1 else slice(None)
+    total = float(norms[rows].sum())
+    return {"w0": f"{100 * float(pattern[rows, 0].mean()):.0f}",
+            "n0": f"{100 * float(norms[rows, 0].sum()) / total:.0f}" if total > 0 else "0", "kv": kv}
+
+
+@stage("value_norms", section="beyond", click="cell", fill=_value_norms_fill, variants=("bias", "no_bias"),
+       variant=lambda c: "bias" if c.info.get("out_bias", True) else "no_bias",
+       formula=r"\lVert \alpha_{ij}\, v_j W_O^{(h)} \rVert = \alpha_{ij}\, \lVert v_j W_O^{(h)} \rVert,\qquad "
+               r"z_i W_O^{(h)} = \sum_j \alpha_{ij}\, v_j W_O^{(h)}",
+       shape=lambda c: [_square("A", "hook_pattern")(c)[0], _qkv_shapes(c)[2],
+                        ("W_O^(h)", "", (("d_k", int(c.d_head)), ("d_model", int(c.info["d_model"]))))])
+def _value_norms(c: _Ctx, title: str, opts: dict):
+    made = _value_norms_data(c)
+    if made is None:
+        return _notice(c.words("no_weights_here"), title), None
+    pattern, norms, _ = made
+    blocked = ~c.t("hook_mask")[: c.n_q, : c.n_k]
+    return an.value_norms_figure(np.where(blocked, np.nan, pattern), np.where(blocked, np.nan, norms),
+                                 c.q_tokens[: c.n_q], c.k_tokens[: c.n_k], blocked=blocked, title=title,
+                                 labels=c.L)
+
+
+QK_LINES = 40  # the strongest query→key pairs drawn
+
+
+def _qk_points(c: _Ctx):
+    """Every sentence's real queries and keys of the selected head, their (sentence, position, token)
+    and the strongest query→key pairs (each query's strongest key, the QK_LINES largest)."""
+    q_all, k_all, q_rows, k_rows, pairs = [], [], [], [], []
+    for s in range(c.run.n_sentences):
+        qt, kt, nq, nk = axis_tokens(c.run, c.sel.block, s, c.sel.layer)
+        q = c.run[f"{c.p}.hook_q"][s, c.sel.head, :nq]
+        k = c.run[f"{c.p}.hook_k"][s, c.sel.head, :nk]
+        a = c.run[f"{c.p}.hook_pattern"][s, c.sel.head, :nq, :nk]
+        base_q, base_k = len(q_rows), len(k_rows)
+        q_all.append(q)
+        k_all.append(k)
+        q_rows += [(s, i, qt[i]) for i in range(nq)]
+        k_rows += [(s, j, kt[j]) for j in range(nk)]
+        if nk:
+            best = a.argmax(-1)
+            pairs += [(base_q + i, base_k + int(best[i]), float(a[i, best[i]])) for i in range(nq)]
+    pairs.sort(key=lambda x: -x[2])
+    return np.concatenate(q_all), np.concatenate(k_all), q_rows, k_rows, pairs[:QK_LINES]
+
+
+@stage("qk_map", section="beyond", fill=lambda c: {"lines": QK_LINES, "n": c.run.n_sentences, "h": c.sel.head,
+                                                   "layer": c.sel.layer},
+       variants=("plain", "rotary"), variant=lambda c: "rotary" if _rotary_model(c.info) else "plain",
+       formula=r"\tilde k_j = k_j - \bar k + \bar q,\qquad (x, y) = \mathrm{PCA}_2\big(\{q_i\} \cup \{\tilde k_j\}\big),"
+               r"\qquad q_i \cdot \tilde k_j = q_i \cdot k_j + q_i \cdot (\bar q - \bar k)",
+       shape=_qkv_shapes)
+def _qk_map(c: _Ctx, title: str, opts: dict):
+    q, k, q_rows, k_rows, lines = _qk_points(c)
+    q_xy, k_xy, ratio = an.qk_projection(q, k)
+    return an.qk_figure(q_xy, k_xy, q_rows, k_rows, lines, ratio=ratio, title=title, labels=c.L)
+
+
+def _induction_of(c: _Ctx) -> np.ndarray | None:
+    scores = c.run.induction
+    if not scores or c.sel.block not in scores:
+        return None
+    return np.asarray(scores[c.sel.block])
+
+
+def _role_scores(c: _Ctx) -> dict[str, np.ndarray]:
+    pats, n = _stack_patterns(c)
+    scores = an.head_role_scores(pats, n)
+    ind = _induction_of(c)
+    scores["induction"] = ind if ind is not None and ind.shape == pats.shape[:2] else np.full(pats.shape[:2], np.nan)
+    return scores
+
+
+def _role(c: _Ctx, scores: dict) -> str:
+    role = c.opts.get("role")
+    if role in an.ROLES:
+        return role
+    return "induction" if np.isfinite(scores["induction"]).any() else "previous_token"
+
+
+def _strongest_text(scores: np.ndarray, k: int = 3) -> str:
+    best = an.strongest(scores, k)
+    return ", ".join(f"L{li} H{h} ({s:.2f})" for li, h, s in best) or "—"
+
+
+def _roles_fill(c: _Ctx) -> dict:
+    scores = _role_scores(c)
+    return {**{r: _strongest_text(scores[r]) for r in an.ROLES}, "n": _stack_patterns(c)[1],
+            "tokens": 2 * INDUCTION_TOKENS}
+
+
+def _roles_variant(c: _Ctx) -> str:
+    if c.run.kind == "encoder-decoder" and c.stack == "decoder":
+        return "seed_decoder"
+    return "measured" if _induction_of(c) is not None else "no_induction"
+
+
+@stage("head_roles", section="beyond", per_head=False, click="head", controls="roles",
+       blocks=("encoder.self_attn", "decoder.self_attn"), fill=_roles_fill,
+       variants=("measured", "no_induction", "seed_decoder"), variant=_roles_variant,
+       formula=r"\begin{gathered}\mathrm{prev}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q-1},\quad \mathrm{first}_h = "
+               r"\frac{1}{T-1}\sum_{q\ge1} A_{q,0},\quad \mathrm{self}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q} \\ "
+               r"\mathrm{induction}_h = \operatorname{mean}_{q \in \text{2nd copy}} A_{q,\ j(q)+1},\quad "
+               r"j(q):\ t_{j(q)} = t_q \text{ in the 1st copy}\end{gathered}",
+       shape=lambda c: [("A", f"{prefix(c.sel.block, 0)}.hook_pattern",
+                         (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])),
+                          ("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1])))])
+def _head_roles(c: _Ctx, title: str, opts: dict):
+    if not c.sel.block.endswith("self_attn"):
+        return _not_for(c, title, "needs.self_attn")
+    scores = _role_scores(c)
+    role = _role(c, scores)
+    best = an.strongest(scores[role], 3)
+    sub = c.words("roles.strongest", role=c.L[an.ROLE_NAME[role]],
+                  heads=", ".join(f"L{li} H{h} ({s:.2f})" for li, h, s in best) or "—")
+    if role == "induction" and not np.isfinite(scores["induction"]).any():
+        sub = c.words("roles.no_induction")
+    return an.head_roles_figure(scores, role, title=title, subtitle=style.esc(sub), labels=c.L)
+
+
 
 # === beyond one head: activation patching (issue 26) ===============================================
 

@@ -51,6 +51,16 @@ class ModelInfo:
     out_bias: bool = True  # W_O has a bias b_O
     ffn_bias: bool = True  # the feed-forward's projections have biases
     tied_output: bool = False  # the output projection is the token embedding matrix (transposed)
+    # families read from a checkpoint folder (model/family.py); the defaults describe the others
+    family: str = ""  # config.json's model_type ("gpt2", "llama", "t5", ...); "" for the built-in classes
+    attn_scale: float = 0.0  # scores = q·kᵀ · attn_scale; 0: 1/√d_head (T5: 1, Gemma: query_pre_attn_scalar^-½)
+    qk_norm: bool = False  # q and k of each head are normed before rotary (hook_q_normed, hook_k_normed)
+    sliding_window: int = 0  # keys a query may see, itself included, on the layers in window_layers; 0: none
+    window_layers: tuple[int, ...] = ()  # the layers that use the sliding window
+    positional_base_local: float | None = None  # the rotary base of the sliding-window layers, if different
+    rotary_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
+    attn_softcap: float = 0.0  # scores -> c·tanh(scores / c) (hook_capped_scores); 0: none
+    final_softcap: float = 0.0  # logits -> c·tanh(logits / c); 0: none
 
     max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
     #                      0 here: 512, or max_len if smaller

@@ -40,14 +40,20 @@ def load_named(name: str) -> HookedModel:
 
 
 def load_path(path: str | Path) -> HookedModel:
-    """A folder -> BERT; a .gguf file -> Llama; anything else -> WeightsError."""
+    """A checkpoint folder -> the family its config.json names (model/hf.py: GPT-2, Llama, Mistral,
+    Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> Llama;
+    anything else -> WeightsError."""
+    from .hf import load_folder, model_type_of
+
     path = Path(path).expanduser()
     if path.is_dir():
-        return load_bert(path)
+        if (path / "config.json").is_file() and model_type_of(path) is None:
+            return load_bert(path)  # an old BERT config.json without a model_type
+        return load_folder(path)  # an unknown model_type is refused with the supported ones listed
     if path.is_file() and path.suffix.lower() == ".gguf":
         return load_gguf(path)
     if not path.exists():
         raise WeightsError(f"no such file or folder: {path}")
-    raise WeightsError(f"{path.name}: expected a BERT checkpoint folder (config.json + "
+    raise WeightsError(f"{path.name}: expected a checkpoint folder (config.json + "
                        f"model.safetensors + tokenizer.json), a .gguf file (Llama family) or a "
                        f"seed .safetensors file; pickled checkpoints (.bin, .pt) are never loaded")

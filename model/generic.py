@@ -1,0 +1,283 @@
+"""One model for every family: the parts of model/parts.py put together as a Family says.
+
+    encoder          tokens → Stack (bidirectional) → [MLM head] → logits over the vocabulary
+    decoder          tokens → Stack (causal, windows)  → final norm → logits of the next token
+    encoder-decoder  source → encoder Stack → memory; the decoder writes greedily from its start
+                     token, reading the memory through cross-attention (as the seed model does)
+
+``readout(resid)`` is the model's own way from the last stream to logits: the final norm, the MLM
+head's transform if any, the output projection (× logit_scale, + bias), the final softcap.
+``readout(cache[last hook_resid_post]) == out.logits``.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch import nn
+
+from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
+from .family import Family
+from .hooks import Cache, active
+from .parts import ACT, Norm, Stack
+from .tokenizer import Encoded, TextTokenizer
+
+
+def display_token(token: str, style: str) -> str:
+    """A vocabulary entry as the text it spells: byte-level ("Ġcat" -> " cat"), SentencePiece
+    ("▁cat" -> " cat"); WordPiece pieces are shown as they are."""
+    if style == "bytes":
+        from .gguf_tokenizer import display_token as from_bytes
+
+        return from_bytes(token)
+    if style == "metaspace":
+        return token.replace("▁", " ")
+    return token
+
+
+class Transformer(HookedModel):
+    def __init__(self, f: Family, tokenizer: TextTokenizer, name: str, description: str = "",
+                 tied_output: bool = True, token_style: str = "") -> None:
+        super().__init__()
+        self.family, self.tokenizer, self.token_style = f, tokenizer, token_style
+        d = f.d_model
+        if f.kind in ("encoder", "encoder-decoder"):
+            self.encoder = Stack(f, f.n_layers, causal=False)
+        if f.kind in ("decoder", "encoder-decoder"):
+            n = f.n_decoder_layers if f.kind == "encoder-decoder" else f.n_layers
+            self.decoder = Stack(f, n, causal=True, cross=f.kind == "encoder-decoder")
+        if f.head == "mlm":  # BERT-style: dense, activation, LayerNorm, then the projection
+            self.head_dense = nn.Linear(d, d)
+            self.head_norm = Norm(d, "layer", f.norm_eps)
+        self.unembed = nn.Linear(d, f.vocab_size, bias=f.output_bias) if f.head else None
+        self.info = ModelInfo(
+            name=name, kind=f.kind, n_layers=f.n_layers, n_heads=f.n_heads, n_kv_heads=f.n_kv_heads,
+            d_model=d, d_head=f.d_head,
+            positional=f.positions, vocab_size=f.vocab_size, max_len=f.max_len,
+            n_decoder_layers=f.n_decoder_layers,
+            positional_base=f.rope.base if f.positions == "rotary" else 10000.0 if f.positions == "sinusoidal" else None,
+            description=description, embed_scale=f.embed_scale, embed_norm=f.embed_norm, norm=f.norm_name,
+            final_norm=f.final_norm, ffn=f.ffn_name, d_ff=f.d_ff, qkv_bias=f.qkv_bias, out_bias=f.out_bias,
+            ffn_bias=f.mlp_bias, tied_output=tied_output and f.head != "", family=f.model_type,
+            attn_scale=f.attn_scale, qk_norm=f.qk_norm, sliding_window=f.window,
+            window_layers=tuple(i for i in range(f.n_layers) if f.windowed(i)),
+            positional_base_local=f.rope_local.base if f.rope_local is not None else None,
+            rotary_dims=f.rope_dims, attn_softcap=f.attn_softcap, final_softcap=f.final_softcap,
+        )
+        self.setup_hooks()
+
+    # --- the way out --------------------------------------------------------------------------
+    def readout(self, resid: torch.Tensor) -> torch.Tensor:
+        """The last stream (.., d) -> logits (.., vocab): final norm, [MLM transform], projection."""
+        f = self.family
+        if self.unembed is None:
+            raise TypeError(f"{self.info.name} has no output head (its checkpoint holds the encoder only)")
+        stack = self.decoder if f.kind != "encoder" else self.encoder
+        h = stack.finish(resid)
+        if f.head == "mlm":
+            h = self.head_norm(ACT[f.head_act](self.head_dense(h)))
+        if f.logit_scale != 1.0:
+            h = h * f.logit_scale
+        logits = self.unembed(h)
+        if f.final_softcap:
+            logits = torch.tanh(logits / f.final_softcap) * f.final_softcap
+        return logits
+
+    def token_text(self, token_id: int) -> str:
+        return display_token(self.tokenizer.id_to_token(token_id), self.token_style)
+
+    # --- pieces -------------------------------------------------------------------------------
+    def _tokens(self, texts: list[str], keep_last: bool) -> tuple[list[Encoded], list[bool]]:
+        """Tokenize (the tokenizer's own post-processor adds the specials) and cut to max_len,
+        keeping the final special token when ``keep_last``; an empty sentence becomes BOS."""
+        tt, n = self.tokenizer, self.family.max_len
+        encs = tt.encode(texts)
+        truncated = [len(e.ids) > n for e in encs]
+        for e in encs:
+            if not e.ids:
+                bos = tt.bos_id if tt.bos_id is not None else self.family.bos_id
+                if bos is None:
+                    raise ValueError("a sentence gave no tokens at all; type at least one character")
+                e.ids, e.tokens, e.offsets = [bos], [tt.id_to_token(bos)], [(0, 0)]
+            if len(e.ids) > n:
+                keep = [-1] if keep_last else []
+                cut = slice(0, n - len(keep))
+                e.ids = e.ids[cut] + [e.ids[i] for i in keep]
+                e.tokens = e.tokens[cut] + [e.tokens[i] for i in keep]
+                e.offsets = e.offsets[cut] + [e.offsets[i] for i in keep]
+        return encs, truncated
+
+    def _batch(self, encs: list[Encoded]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded ids (B, T) and real (B, T): True for real tokens."""
+        ids = pad_batch([e.ids for e in encs], self.tokenizer.pad_id)  # (B, T)
+        lengths = torch.tensor([len(e.ids) for e in encs])
+        return ids, torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+
+    def encode(self, src: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """The encoder's last stream (B, S, d), before any final norm."""
+        S = src.shape[1]
+        return self.encoder(self.encoder.embed_tokens(src), self.encoder.context(real, torch.arange(S)))
+
+    def decode(self, ids: torch.Tensor, real: torch.Tensor, memory: torch.Tensor | None = None,
+               memory_real: torch.Tensor | None = None, kv: list | None = None,
+               positions: torch.Tensor | None = None) -> torch.Tensor:
+        """The decoder's last stream for the tokens the caches ``kv`` do not hold yet (all of them
+        without a cache). ids, real: (B, T) every token so far; memory (B, S, d) the encoder's
+        output after its final norm; positions (B, T): rotary positions (default the columns)."""
+        p = 0 if kv is None else kv[0][0].length  # tokens already in the caches
+        T = ids.shape[1]
+        cols = torch.arange(p, T)
+        pos = None if positions is None else positions[:, p:]
+        c = self.decoder.context(real, cols, pos, memory, memory_real)
+        return self.decoder(self.decoder.embed_tokens(ids[:, p:], start=p), c, kv)
+
+    def _end_ids(self) -> torch.Tensor:
+        ends = set(self.family.eos_ids)
+        if self.tokenizer.eos_id is not None and not ends:
+            ends.add(self.tokenizer.eos_id)
+        return torch.tensor(sorted(ends), dtype=torch.long)
+
+    # --- the hook contract --------------------------------------------------------------------
+    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+        kind = self.family.kind
+        encs, truncated = self._tokens(texts, keep_last=kind != "decoder")
+        ids, real = self._batch(encs)
+        cache = Cache(tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+                      token_ids=[e.ids for e in encs], offsets=[e.offsets for e in encs])
+        if kind == "encoder":
+            with scope():
+                h = self.encode(ids, real)  # (B, T, d)
+            logits = None if self.unembed is None else self.readout(h)
+            return Output(logits=logits, hidden=h, truncated=truncated), cache
+        if kind == "decoder":
+            with scope():
+                h = self.decode(ids, real)  # (B, T, d)
+            return Output(logits=self.readout(h), hidden=h, truncated=truncated), cache
+        max_new = min(ids.shape[1] + 8, self.family.max_len - 1)
+        written = self.greedy(ids, real, max_new, use_cache=not active())
+        start = self.family.decoder_start_id
+        dec_ids = [[start] + w[: self.family.max_len - 1] for w in written]
+        tgt, tgt_real = self._batch([Encoded(d, [], []) for d in dec_ids])
+        with scope():
+            memory = self.encoder.finish(self.encode(ids, real))
+            h = self.decode(tgt, tgt_real, memory, real)  # (B, T, d)
+        cache.decoder_tokens = [[self.token_text(i) for i in d] for d in dec_ids]
+        cache.decoder_token_ids = dec_ids
+        ends = set(self._end_ids().tolist())
+        text = [self.tokenizer.decode([i for i in w if i not in ends]) for w in written]
+        return Output(logits=self.readout(h), generated=text, hidden=h, truncated=truncated), cache
+
+    @torch.inference_mode()
+    def greedy(self, src: torch.Tensor, real: torch.Tensor, max_new: int, use_cache: bool = True) -> list[list[int]]:
+        """Encoder-decoder: greedy decoding from the decoder start token; each sentence stops at
+        its end token (kept in the result). src, real: (B, S). Returns the written ids per sentence."""
+        memory = self.encoder.finish(self.encode(src, real))
+        B, ends, pad = src.shape[0], self._end_ids(), self.tokenizer.pad_id
+        tgt = torch.full((B, 1), self.family.decoder_start_id, dtype=torch.long)  # (B, 1)
+        done = torch.zeros(B, dtype=torch.bool)
+        kv = self.decoder.new_kv(1 + max_new) if use_cache else None
+        for _ in range(max_new):
+            h = self.decode(tgt, torch.ones_like(tgt, dtype=torch.bool), memory, real, kv)
+            nxt = self.readout(h[:, -1]).argmax(-1)  # (B,)
+            nxt = torch.where(done, pad, nxt)
+            tgt = torch.cat([tgt, nxt[:, None]], dim=1)
+            done |= torch.isin(nxt, ends)
+            if done.all():
+                break
+        out = []
+        for row, finished in zip(tgt[:, 1:].tolist(), done.tolist()):
+            end = next((j for j, i in enumerate(row) if i in set(ends.tolist())), None)
+            out.append(row if end is None else row[: end + 1])
+        return out
+
+    def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                  use_cache: bool) -> Trace:
+        if self.family.kind == "decoder":
+            return self._generate_decoder(texts, max_new_tokens, rec, use_cache)
+        if self.family.kind == "encoder-decoder":
+            return self._generate_seq2seq(texts, max_new_tokens, rec, use_cache)
+        return super()._generate(texts, max_new_tokens, rec, use_cache)
+
+    def _generate_decoder(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                          use_cache: bool) -> Trace:
+        """As Llama._generate: prompts left-padded to a common length P, each sentence with its own
+        positions (0 at its first real token); the prompt but its last token read once, then one
+        step per token; each sentence stops at its end token."""
+        tt, n = self.tokenizer, self.family.max_len
+        encs, _ = self._tokens(texts, keep_last=False)
+        B, P = len(encs), max(len(e.ids) for e in encs)
+        if P >= n:
+            raise ValueError(f"the prompt takes all {n} positions of {self.info.name}: no room to write; "
+                             f"give a shorter prompt")
+        if self.family.positions != "rotary" and any(len(e.ids) < P for e in encs):
+            raise ValueError(f"{self.info.name} has absolute positions: generate one prompt at a time, "
+                             f"or prompts of the same length")
+        max_new = min(32 if max_new_tokens is None else max_new_tokens, n - P)
+        n_pad = torch.tensor([P - len(e.ids) for e in encs])  # (B,)
+        ids = torch.full((B, P), tt.pad_id, dtype=torch.long)  # (B, P) left-padded
+        for b, e in enumerate(encs):
+            ids[b, P - len(e.ids):] = torch.tensor(e.ids, dtype=torch.long)
+        columns = torch.arange(P)[None, :]  # (1, P)
+        real = columns >= n_pad[:, None]  # (B, P)
+        positions = (columns - n_pad[:, None]).clamp(min=0)  # (B, P)
+        kv = self.decoder.new_kv(P + max_new) if use_cache else None
+        if use_cache and P > 1:
+            with rec.prompt():
+                self.decode(ids[:, : P - 1], real[:, : P - 1], kv=kv, positions=positions[:, : P - 1])
+        ends, done = self._end_ids(), torch.zeros(B, dtype=torch.bool)
+        for t in range(max_new):
+            with rec.step():
+                h = self.decode(ids, real, kv=kv, positions=positions)  # (B, new, d)
+            nxt = rec.choose(self.readout(h[:, -1]), ~done, tt.pad_id)  # (B,)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            real = torch.cat([real, ~done[:, None]], dim=1)
+            positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+            done |= torch.isin(nxt, ends)
+            if done.all():
+                break
+        end_set = set(ends.tolist())
+        written = [ids[b, P:][real[b, P:]].tolist() for b in range(B)]
+        text = [w[:-1] if w and w[-1] in end_set else w for w in written]
+        return rec.trace(
+            B, texts=texts, generated=[tt.tok.decode(w, skip_special_tokens=False) for w in text],
+            tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,
+            input_tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+            input_token_ids=[e.ids for e in encs],
+            decoder_tokens=[[self.token_text(i) for i in row] for row in ids.tolist()],
+            decoder_token_ids=ids.tolist(), query=[P - 1 + t for t in range(len(rec.steps))],
+            positions=positions, use_cache=use_cache)
+
+    def _generate_seq2seq(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
+                          use_cache: bool) -> Trace:
+        """As the seed: the encoder once (``trace.prompt``), then one decoder step per token."""
+        tt, f = self.tokenizer, self.family
+        encs, _ = self._tokens(texts, keep_last=True)
+        src, real = self._batch(encs)
+        max_new = min(src.shape[1] + 8 if max_new_tokens is None else max_new_tokens, f.max_len - 1)
+        with rec.prompt():
+            memory = self.encoder.finish(self.encode(src, real))
+        B, ends = src.shape[0], self._end_ids()
+        tgt = torch.full((B, 1), f.decoder_start_id, dtype=torch.long)  # (B, 1)
+        done = torch.zeros(B, dtype=torch.bool)
+        kv = self.decoder.new_kv(1 + max_new) if use_cache else None
+        for _ in range(max_new):
+            with rec.step():
+                h = self.decode(tgt, torch.ones_like(tgt, dtype=torch.bool), memory, real, kv)
+            nxt = rec.choose(self.readout(h[:, -1]), ~done, tt.pad_id)  # (B,)
+            tgt = torch.cat([tgt, nxt[:, None]], dim=1)
+            done |= torch.isin(nxt, ends)
+            if done.all():
+                break
+        end_set = set(ends.tolist())
+        written = []
+        for row in tgt[:, 1:].tolist():
+            end = next((j for j, i in enumerate(row) if i in end_set), None)
+            written.append(row if end is None else row[: end + 1])
+        return rec.trace(
+            B, texts=texts, generated=[tt.decode([i for i in w if i not in end_set]) for w in written],
+            tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,
+            input_tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+            input_token_ids=[e.ids for e in encs],
+            decoder_tokens=[[self.token_text(i) for i in row] for row in tgt.tolist()],
+            decoder_token_ids=tgt.tolist(), query=list(range(tgt.shape[1] - 1)),
+            positions=torch.arange(tgt.shape[1]).expand(B, -1), use_cache=use_cache)

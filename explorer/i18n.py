@@ -1876,6 +1876,39 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "cut by top-p",
         "ko": "top-p로 잘림"},
     # --- models from a folder, configured models (issue 24) --------------------------------------
+    "model_path.label": {
+        "en": "…or open a folder or .gguf file",
+        "ko": "…또는 폴더나 .gguf 파일 열기"},
+    "model_path.help": {
+        "en": "A model on this computer: a Hugging Face folder (config.json, model.safetensors, tokenizer.json) or a GGUF file. Type its path and press Enter. Only here on your own computer: a hosted server offers the models its host configured.",
+        "ko": "이 컴퓨터에 있는 모델: Hugging Face 폴더(config.json, model.safetensors, tokenizer.json)나 GGUF 파일. 경로를 입력하고 Enter를 누르세요. 내 컴퓨터에서만 됩니다: 공개 서버는 운영자가 설정한 모델만 제공합니다."},
+    "model_path.option": {
+        "en": "{path} (opened from this computer)",
+        "ko": "{path} (이 컴퓨터에서 연 모델)"},
+    "model_path.missing": {
+        "en": "Nothing at `{path}`. Type the path of a model folder (config.json, model.safetensors, tokenizer.json) or of a .gguf file; `~` is your home folder.",
+        "ko": "`{path}` 경로에 아무것도 없습니다. 모델 폴더(config.json, model.safetensors, tokenizer.json)나 .gguf 파일의 경로를 입력하세요. `~`는 홈 폴더입니다."},
+    "model_path.kind": {
+        "en": "`{path}` is neither a folder nor a .gguf (or seed .safetensors) file. Give the folder that holds config.json, or the .gguf file itself.",
+        "ko": "`{path}`는 폴더도 .gguf(또는 seed .safetensors) 파일도 아닙니다. config.json이 있는 폴더나 .gguf 파일 자체를 지정하세요."},
+    "model_path.error": {
+        "en": "`{path}` could not be opened as a model, so the model did not change: {error}",
+        "ko": "`{path}`를 모델로 열 수 없어 모델을 바꾸지 않았습니다: {error}"},
+    "model_path.config_problem": {
+        "en": "The configured models file has a problem (the other models are offered): {problem}",
+        "ko": "설정된 모델 파일에 문제가 있습니다 (나머지 모델은 제공됩니다): {problem}"},
+    "lessons.model_choice": {
+        "en": "Real model shown (instead of the lesson's own)",
+        "ko": "보여 줄 실제 모델 (레슨 기본 모델 대신)"},
+    "lessons.model_choice_help": {
+        "en": "The parts of a lesson that run a real checkpoint (MiniLM, SmolLM2) can run one of the models configured on this server instead, when it has the same kind of stack (an encoder for an encoder part, a decoder for a decoder part).",
+        "ko": "실제 체크포인트(MiniLM, SmolLM2)를 실행하는 레슨 부분은, 같은 종류의 스택(인코더 부분이면 인코더, 디코더 부분이면 디코더)을 가진 경우 이 서버에 설정된 모델로 대신 실행할 수 있습니다."},
+    "lessons.model_own": {
+        "en": "the lesson's own",
+        "ko": "레슨 기본 모델"},
+    "lessons.model_not_fit": {
+        "en": "{model} has no {stack} block, which this part needs; the part shows {own} instead.",
+        "ko": "{model} 모델에는 이 부분에 필요한 블록({stack})이 없어 대신 {own} 모델을 보여 줍니다."},
 }
 
 

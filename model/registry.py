@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from . import configured
 from .base import HookedModel
 from .errors import WeightsError
 from .pretrained import load_named, load_path
@@ -37,8 +38,9 @@ FETCHED = tuple(name for name, loader in LOADERS.items() if loader is load_named
 
 
 def available() -> list[str]:
-    """Names that ``load`` accepts (local paths aside)."""
-    return list(LOADERS)
+    """Names that ``load`` accepts (local paths aside): the built-in ones, then the configured ones
+    (model/configured.py: $ATTENTION_EXPLORER_MODELS or models.toml)."""
+    return [*LOADERS, *configured.entries(reserved=LOADERS)]
 
 
 def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens: int | None = None,
@@ -61,6 +63,8 @@ def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens:
         raise TypeError("settings other than random=True and max_tokens apply to untrained models only")
     elif key in LOADERS:
         m = LOADERS[key](key)
+    elif key in (named := configured.entries(reserved=LOADERS)):
+        m = configured.load_entry(named[key], load)
     else:
         path = Path(key).expanduser()
         if not path.exists():

@@ -59,7 +59,9 @@ def fetch_hint(name: str) -> str:
         return f"fetch the weights with `python -m model.fetch {name}`"
     if name in SEED_WEIGHTS:
         return "reinstall the project, or retrain with `python -m model.train reverse`"
-    return "check the path, or use one of: " + ", ".join([*SEED_WEIGHTS, *FETCHED])
+    if name in model.available():  # a configured name (model/configured.py)
+        return "check its path in the models file ($ATTENTION_EXPLORER_MODELS or models.toml)"
+    return "check the path, or use one of: " + ", ".join(model.available())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "matrices (CSV), with the same figure code as the app.",
         epilog='example: python -m explorer.export --model seed --text "hello world" '
                "--layer 0 --head 1 --stages all --format png,svg,pdf --out slides/")
-    p.add_argument("--model", default="seed", help="seed, seed-sort, minilm, smollm2 or a path")
+    p.add_argument("--model", default="seed",
+                   help="seed, seed-sort, minilm, smollm2, a name from the models file "
+                        "($ATTENTION_EXPLORER_MODELS or models.toml), or a folder or .gguf path")
     p.add_argument("--text", action="append", default=None,
                    help="a sentence (repeat for a padded batch); required unless --lesson is given")
     p.add_argument("--sentence", type=int, default=0, help="which --text to show (default 0)")

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
 import streamlit as st
 
-from explorer import i18n, inputs, state
+from explorer import i18n, inputs, models_ui, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
 from explorer.ui import lang, show_figure, sync_url, t
 from explorer.views import stages
+from explorer.views.data import layers_for
+from model.registry import FETCHED
 
 log = logging.getLogger("attention_explorer")
 
@@ -108,8 +111,28 @@ def on_again(n: int) -> None:
 
 # --- running the lesson's parts (cached: explorer/state.py) -------------------------------------
 
+def chosen_part(part: catalog.Part) -> catalog.Part | None:
+    """The part with the sidebar's configured model instead of its real checkpoint (None: as it is),
+    when that model has the stack the part's block needs; its layer and head clipped to the model."""
+    chosen = st.session_state.get("lesson_model") or ""
+    if not chosen or part.model not in FETCHED or chosen not in models_ui.lesson_choices():
+        return None
+    try:
+        m, _ = state.load_model(chosen)
+    except Exception as e:  # a configured path that is not there: the model_error words say which
+        log.info("lesson model %s: %s", chosen, e)
+        st.warning(t("model_error", name=chosen, error=inputs.shown(str(e), 200)), icon="⚠️")
+        return None
+    if not models_ui.fits(m.info, part.block):
+        st.info(t("lessons.model_not_fit", model=chosen, stack=t(f"blocks.{part.block}"), own=part.model), icon="ℹ️")
+        return None
+    return replace(part, model=chosen, note=None, layer=min(part.layer, layers_for(m.info, part.block) - 1),
+                   head=min(part.head, m.info.n_heads - 1))
+
+
 def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     """The part's live run, or None with a message (a model whose weights are not here)."""
+    part = chosen_part(part) or part
     try:
         with st.spinner(t("running")):
             m, fallback = state.load_model(part.model)
@@ -211,6 +234,12 @@ def sidebar(n: int):
     sb.selectbox(t("lessons.pick"), [x.number for x in LESSONS], key="lesson_pick", on_change=on_pick,
                  format_func=lambda k, lg=lang(): ("✓ " if k in answers else "")  # lg: the page's, not the caller's
                  + f"{k}. {i18n.t(catalog.lesson(k).title, lg)}")
+    choices = models_ui.lesson_choices()  # the host's configured models, for the parts on a real checkpoint
+    if choices and any(part.model in FETCHED for part in catalog.lesson(n).parts):
+        if st.session_state.get("lesson_model") not in ["", *choices]:
+            st.session_state["lesson_model"] = ""
+        sb.selectbox(t("lessons.model_choice"), ["", *choices], key="lesson_model", help=t("lessons.model_choice_help"),
+                     format_func=lambda m, lg=lang(): models_ui.label(m, lg) if m else i18n.t("lessons.model_own", lg))
     return sb.empty()  # the progress, written once this lesson's answer is checked
 
 

@@ -1,0 +1,388 @@
+"""Eleven families from a checkpoint folder, against transformers itself (tests/fixtures/families).
+
+The fixtures come from scripts/make_family_fixtures.py: a tiny random checkpoint per family made
+by transformers 5.23 (weights drawn large so that patterns are far from uniform; GQA; windows of
+3-4 tokens; QK-norm; Gemma's soft-capping; T5's relative bias), with transformers' eager attention
+patterns, logits and hidden states for each sentence alone and for a right-padded batch.
+
+Tolerance: the issue asks 1e-4; tests/float32.py's estimate of two float32 runs of the same model
+(stream error × the quantity's largest magnitude) is tighter still for these tiny models, and is
+what each comparison uses (the smaller of the two). Each family's measured worst error is printed
+(-s). A real mistake (the window dropped, Gemma's (1 + w) read as w, RoBERTa's offset forgotten,
+Marian's table interleaved, T5's decoder buckets made bidirectional) is shown to fall far outside.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import float32
+import pytest
+import torch
+
+import model
+from model.errors import WeightsError
+from model.family import FAMILIES
+from model.parts import Norm
+from model.positional import sinusoidal as interleaved
+
+FIXTURES = Path(__file__).parent / "fixtures" / "families"
+FAMILY_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").is_file()) \
+    if FIXTURES.is_dir() else []
+ISSUE_TOLERANCE = 1e-4
+ATTN_HOOKS = ["hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_masked_scores", "hook_pattern",
+              "hook_z", "hook_out"]
+
+
+def reference(family: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    from safetensors.torch import load_file
+
+    folder = FIXTURES / family
+    return json.loads((folder / "reference.json").read_text()), load_file(str(folder / "reference.safetensors"))
+
+
+def tolerance(info, ref: torch.Tensor) -> float:
+    return min(ISSUE_TOLERANCE, float32.tolerance(info, ref))
+
+
+@pytest.fixture(scope="module", params=FAMILY_NAMES)
+def family(request):
+    name = request.param
+    m = model.load(FIXTURES / name)
+    meta, ref = reference(name)
+    return name, m, meta, ref
+
+
+@pytest.fixture(scope="module")
+def runs(family):
+    """Each sentence alone, and the sentences as one padded batch."""
+    name, m, meta, ref = family
+    singles = [m.run_with_cache([s]) for s in meta["sentences"]]
+    return singles, m.run_with_cache(meta["sentences"])
+
+
+def our_patterns(m, cache, block: str, b: int, q: int, k: int) -> torch.Tensor:
+    """(L, H, q, k): every layer's pattern of sentence b, cut to the reference's size."""
+    stack, attn = block.split(".")
+    n = m.info.n_layers if stack == "encoder" or m.info.kind == "decoder" else m.info.n_decoder_layers
+    return torch.stack([cache[f"{stack}.blocks.{i}.{attn}.hook_pattern"][b, :, :q, :k] for i in range(n)])
+
+
+def encoder_output(m, out, cache, b: int, n: int) -> torch.Tensor:
+    """What transformers calls the (encoder's) last hidden state: the stream after any final norm."""
+    if m.info.kind == "encoder":
+        return out.hidden[b, :n]
+    last = cache[f"encoder.blocks.{m.info.n_layers - 1}.hook_resid_post"][b, :n]
+    return m.encoder.finish(last)
+
+
+# --- parity -----------------------------------------------------------------------------------
+def test_fixtures_cover_every_family():
+    assert set(FAMILY_NAMES) == set(FAMILIES)
+
+
+def test_token_ids_match_the_reference(family, runs):
+    name, m, meta, ref = family
+    singles, (_, batch) = runs
+    for b, ids in enumerate(meta["input_ids"]):
+        assert singles[b][1].token_ids[0] == ids
+        assert batch.token_ids[b] == ids
+        assert torch.equal(ref[f"single.{b}.input_ids"], torch.tensor(ids))
+
+
+def test_patterns_logits_and_hidden_match_transformers(family, runs):
+    """Every layer's pattern, the logits and the hidden state, sentence by sentence and padded."""
+    name, m, meta, ref = family
+    singles, (batch_out, batch) = runs
+    worst: dict[str, float] = {}
+
+    def check(what: str, ours: torch.Tensor, theirs: torch.Tensor) -> None:
+        err = (ours.double() - theirs.double()).abs().max().item()
+        tol = tolerance(m.info, theirs)
+        worst[what] = max(worst.get(what, 0.0), err)
+        assert err <= tol, f"{name} {what}: max error {err:.2e} > tolerance {tol:.2e}"
+
+    for b, ids in enumerate(meta["input_ids"]):
+        n = len(ids)
+        dec = ref.get(f"single.{b}.decoder_input_ids")
+        if dec is not None:  # encoder-decoders: our greedy output starts with transformers' own
+            assert singles[b][1].decoder_token_ids[0][: len(dec)] == dec.tolist()
+            assert batch.decoder_token_ids[b][: len(dec)] == dec.tolist()
+        for run, r, row in ((singles[b], "single", 0), ((batch_out, batch), "batch", b)):
+            out, cache = run
+            for block in m.info.blocks:
+                theirs = ref[f"single.{b}.{block}"]  # (L, H, q, k): the batch's real rows are the same
+                if r == "batch":
+                    q, k = theirs.shape[-2:]
+                    theirs = ref[f"batch.{block}"][b, :, :, :q, :k]
+                check(f"{block} pattern", our_patterns(m, cache, block, row, *theirs.shape[-2:]), theirs)
+            if f"single.{b}.logits" in ref:
+                theirs = ref[f"single.{b}.logits"]
+                check("logits", out.logits[row, : theirs.shape[0]], theirs)
+            if f"single.{b}.hidden" in ref:
+                check("hidden", encoder_output(m, out, cache, row, n), ref[f"single.{b}.hidden"])
+    print(f"\n{name}: " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
+
+
+# --- the hook contract ------------------------------------------------------------------------
+def expected_block_hooks(info, stack: str, cross: bool) -> list[str]:
+    attn = [f"self_attn.{h}" for h in ATTN_HOOKS]
+    if info.qk_norm:
+        attn = ["self_attn.hook_q_normed", "self_attn.hook_k_normed"] + attn
+    if info.positional == "relative":
+        attn.insert(attn.index("self_attn.hook_mask"), "self_attn.hook_position_bias")
+    crossed = [f"cross_attn.{h}" for h in ATTN_HOOKS] if cross else []
+    placement = info.norm.split("-")[0]
+    if placement == "post":
+        return ["hook_resid_pre", *attn, "hook_attn_sum", "hook_resid_mid",
+                *([*crossed, "hook_cross_sum", "hook_resid_mid_cross"] if cross else []),
+                "hook_ffn_hidden", "hook_ffn_out", "hook_ffn_sum", "hook_resid_post"]
+    if placement == "pre":
+        return ["hook_resid_pre", "hook_attn_normed", *attn, "hook_resid_mid",
+                *(["hook_cross_normed", *crossed, "hook_resid_mid_cross"] if cross else []),
+                "hook_ffn_normed", "hook_ffn_hidden", "hook_ffn_out", "hook_resid_post"]
+    assert placement == "sandwich"
+    return ["hook_resid_pre", "hook_attn_normed", *attn, "hook_attn_out_normed", "hook_resid_mid",
+            "hook_ffn_normed", "hook_ffn_hidden", "hook_ffn_out", "hook_ffn_out_normed", "hook_resid_post"]
+
+
+def test_hook_names_pinned(family):
+    name, m, _, _ = family
+    info, names = m.info, []
+    for stack in info.stacks:
+        n = info.n_decoder_layers if stack == "decoder" and info.kind == "encoder-decoder" else info.n_layers
+        names.append(f"{stack}.hook_embed")
+        if info.positional in ("learned", "sinusoidal"):
+            names.append(f"{stack}.hook_pos_embed")
+        cross = stack == "decoder" and info.kind == "encoder-decoder"
+        for i in range(n):
+            names += [f"{stack}.blocks.{i}.{h}" for h in expected_block_hooks(info, stack, cross)]
+    assert m.hook_names == names
+
+
+def test_hook_shapes_and_attention_maths(family, runs):
+    """Shapes; scores exactly q·kᵀ·scale; −inf where masked, zeros in the pattern there; rows sum
+    to 1; padding, causal and window masks; GQA; QK-norm and position-bias hooks."""
+    name, m, meta, _ = family
+    _, (out, cache) = runs
+    info = m.info
+    B = len(meta["sentences"])
+    lengths = {"encoder": [len(t) for t in cache.token_ids],
+               "decoder": [len(t) for t in (cache.decoder_token_ids or cache.token_ids)]}
+    for block in info.blocks:
+        stack, attn = block.split(".")
+        n_layers = info.n_decoder_layers if stack == "decoder" and info.kind == "encoder-decoder" else info.n_layers
+        for i in range(n_layers):
+            a = f"{stack}.blocks.{i}.{attn}."
+            q, k, v = cache[a + "hook_q"], cache[a + "hook_k"], cache[a + "hook_v"]
+            Tq, Tk = q.shape[2], k.shape[2]
+            assert q.shape == (B, info.n_heads, Tq, info.d_head) and k.shape == v.shape == (B, info.n_heads, Tk, info.d_head)
+            scale = (info.attn_scale or 1 / math.sqrt(info.d_head)) / ((i + 1) if m.family.scale_by_layer else 1)
+            scores = cache[a + "hook_scores"]
+            assert torch.equal(scores, (q @ k.transpose(-2, -1)) * scale)
+            mask, masked, pattern = cache[a + "hook_mask"], cache[a + "hook_masked_scores"], cache[a + "hook_pattern"]
+            assert mask.dtype == torch.bool and mask.shape == (B, 1, Tq, Tk)
+            hidden = ~mask.expand_as(masked)
+            assert torch.isneginf(masked[hidden]).all() and (pattern[hidden] == 0).all()
+            bias = cache[a + "hook_position_bias"] if a + "hook_position_bias" in cache else torch.zeros(())
+            assert torch.equal(masked[~hidden], (scores + bias).expand_as(masked)[~hidden])
+            rows = mask[:, 0].any(-1)[:, None].expand(B, info.n_heads, Tq).float()  # 0: a query with no key
+            assert torch.allclose(pattern.sum(-1), rows, atol=1e-6)  # (a pad query beyond a window)
+            keys = lengths["encoder" if attn == "cross_attn" else stack]
+            for b, n in enumerate(keys):  # pad keys hidden from every query
+                assert not mask[b, 0, :, n:].any()
+            if stack == "decoder" and attn == "self_attn":
+                assert not mask[:, 0].triu(1).any()  # causal
+                near = torch.arange(Tk)[None, :] > torch.arange(Tq)[:, None] - info.sliding_window
+                if i in info.window_layers:  # the window: key j hidden from query i when i - j >= window
+                    assert not mask[:, 0][:, ~near].any()
+                elif info.sliding_window:  # the other layers see keys that far back
+                    assert mask[:, 0][:, ~near].any()
+            group = info.n_heads // info.n_kv_heads
+            for h in range(info.n_heads):  # GQA: the heads of a group share one K and V
+                assert torch.equal(k[:, h], k[:, h - h % group])
+            if info.qk_norm and attn == "self_attn":
+                assert cache[a + "hook_q_normed"].shape == (B, info.n_heads, Tq, info.d_head)
+                assert cache[a + "hook_k_normed"].shape == (B, info.n_kv_heads, Tk, info.d_head)
+            if info.positional == "relative" and attn == "self_attn":
+                assert cache[a + "hook_position_bias"].shape == (1, info.n_heads, Tq, Tk)
+            assert cache[a + "hook_z"].shape == (B, info.n_heads, Tq, info.d_head)
+            assert cache[a + "hook_out"].shape == (B, Tq, info.d_model)
+
+
+def test_readout_of_the_last_stream_is_the_logits(family, runs):
+    name, m, _, _ = family
+    _, (out, cache) = runs
+    if out.logits is None:
+        with pytest.raises(TypeError, match="no output head"):
+            m.readout(out.hidden)
+        return
+    stack = m.info.stacks[-1]
+    n = m.info.n_decoder_layers if m.info.kind == "encoder-decoder" else m.info.n_layers
+    assert torch.equal(m.readout(cache[f"{stack}.blocks.{n - 1}.hook_resid_post"]), out.logits)
+
+
+def test_hooked_equals_unhooked(family, runs):
+    name, m, meta, _ = family
+    _, (out, _) = runs
+    plain = m.run(meta["sentences"])
+    for a, b in ((plain.logits, out.logits), (plain.hidden, out.hidden)):
+        assert (a is None and b is None) or torch.equal(a, b)
+    assert plain.generated == out.generated
+
+
+def test_generate_with_cache_writes_what_run_predicts(family):
+    name, m, meta, _ = family
+    if m.info.kind == "encoder":
+        with pytest.raises(TypeError, match="no decoder"):
+            m.generate_with_cache(meta["sentences"][:1])
+        return
+    text = meta["sentences"][0]
+    trace = m.generate_with_cache([text], max_new_tokens=4)
+    again = m.generate_with_cache([text], max_new_tokens=4, use_cache=False)
+    assert trace.token_ids == again.token_ids
+    out, cache = m.run_with_cache([text])
+    if m.info.kind == "decoder":
+        assert trace.token_ids[0][0] == out.logits[0, -1].argmax().item()
+    else:
+        assert trace.token_ids[0] == cache.decoder_token_ids[0][1:5]
+
+
+# --- real mistakes fail -------------------------------------------------------------------------
+def _worst_pattern_error(m, family_name: str, block: str) -> tuple[float, float]:
+    meta, ref = reference(family_name)
+    worst, tol = 0.0, 1.0
+    for b, s in enumerate(meta["sentences"]):
+        _, cache = m.run_with_cache([s])
+        theirs = ref[f"single.{b}.{block}"]
+        ours = our_patterns(m, cache, block, 0, *theirs.shape[-2:])
+        worst = max(worst, (ours - theirs).abs().max().item())
+        tol = min(tol, tolerance(m.info, theirs))
+    return worst, tol
+
+
+MISTAKES = {
+    "mistral: the window dropped": ("mistral", "decoder.self_attn",
+                                    lambda m: [setattr(b, "windowed", False) for b in m.decoder.blocks]),
+    "gemma3: (1 + w) read as w": ("gemma3_text", "decoder.self_attn",
+                                  lambda m: [setattr(x, "kind", "rms") for x in m.modules() if isinstance(x, Norm)]),
+    "gemma3: one rotary base for every layer": ("gemma3_text", "decoder.self_attn",
+                                                lambda m: setattr(m.decoder, "f", dataclasses.replace(m.family, rope_local=None))),
+    "roberta: positions from 0": ("roberta", "encoder.self_attn",
+                                  lambda m: setattr(m.encoder, "f", dataclasses.replace(m.family, pos_offset=0))),
+    "marian: sin and cos interleaved": ("marian", "encoder.self_attn",
+                                        lambda m: setattr(m.encoder, "pe", interleaved(m.family.max_len, m.family.d_model))),
+    "t5: bidirectional buckets in the decoder": ("t5", "decoder.self_attn",
+                                                 lambda m: setattr(m.decoder.position_bias, "bidirectional", True)),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_a_real_mistake_fails_parity(mistake):
+    name, block, spoil = MISTAKES[mistake]
+    if name not in FAMILY_NAMES:
+        pytest.skip(f"no {name} fixture")
+    m = copy.deepcopy(model.load(FIXTURES / name))
+    good, tol = _worst_pattern_error(m, name, block)
+    spoil(m)
+    bad, _ = _worst_pattern_error(m, name, block)
+    assert good <= tol < 100 * tol < bad, (mistake, good, tol, bad)
+
+
+# --- the reader ---------------------------------------------------------------------------------
+def copy_folder(name: str, to: Path) -> Path:
+    import shutil
+
+    folder = to / name
+    shutil.copytree(FIXTURES / name, folder)
+    for f in ("reference.json", "reference.safetensors", "model.gguf"):
+        (folder / f).unlink(missing_ok=True)
+    return folder
+
+
+def test_sharded_safetensors_read_as_one(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_folder("llama", tmp_path)
+    state = load_file(str(folder / "model.safetensors"))
+    names = sorted(state)
+    shards = {"model-00001-of-00002.safetensors": names[::2], "model-00002-of-00002.safetensors": names[1::2]}
+    for file, ns in shards.items():
+        save_file({n: state[n] for n in ns}, str(folder / file))
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {n: f for f, ns in shards.items() for n in ns}}))
+    sharded = model.load(folder).run(["The cat sat on the mat."]).logits
+    assert torch.equal(sharded, model.load(FIXTURES / "llama").run(["The cat sat on the mat."]).logits)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    index["weight_map"][names[0]] = "../../etc/passwd.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(WeightsError, match="not a safetensors file in the folder"):
+        model.load(folder)
+
+
+def test_unknown_model_type_lists_the_supported_ones(tmp_path):
+    folder = copy_folder("gpt2", tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "model_type": "falcon"}))
+    with pytest.raises(WeightsError, match="'falcon' is not supported; supported model_types: gpt2, llama, "
+                                           "mistral, qwen2, qwen3, gemma3_text, bert, roberta, distilbert, marian, t5"):
+        model.load(folder)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("hidden_size", 32, "has shape .* but the configuration"),
+    ("num_hidden_layers", 100000, "num_hidden_layers is 100000; it should be from 1 to"),
+    ("num_hidden_layers", 3, "num_hidden_layers is 3, but the file holds the tensors of 2 layer"),
+    ("num_key_value_heads", 3, "num_key_value_heads .* must divide num_attention_heads"),
+    ("rms_norm_eps", -1.0, "rms_norm_eps is -1.0"),
+    ("rope_parameters", {"rope_type": "yarn", "factor": 4.0}, "rotary scaling 'yarn' is not supported"),
+])
+def test_sizes_checked_before_anything_is_read(tmp_path, monkeypatch, field, value, message):
+    import model.hf as hf
+
+    folder = copy_folder("llama", tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, field: value}))
+    monkeypatch.setattr(hf, "read_tensors", lambda *a: pytest.fail("tensors read before the sizes were checked"))
+    with pytest.raises(WeightsError, match=message):
+        model.load(folder)
+
+
+def test_pickles_are_never_read(tmp_path):
+    folder = copy_folder("gpt2", tmp_path)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(WeightsError, match="never pickled"):
+        model.load(folder)
+
+
+def test_truncated_weights_are_a_weights_error(tmp_path):
+    folder = copy_folder("t5", tmp_path)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsError, match="truncated or corrupt"):
+        model.load(folder)
+
+
+def test_the_info_describes_each_family():
+    seen = {}
+    for name in FAMILY_NAMES:
+        i = model.load(FIXTURES / name).info
+        seen[name] = (i.kind, i.norm, i.ffn, i.positional, i.qk_norm, i.sliding_window, i.window_layers)
+    expected = {
+        "bert": ("encoder", "post-LayerNorm", "GELU", "learned", False, 0, ()),
+        "distilbert": ("encoder", "post-LayerNorm", "GELU", "learned", False, 0, ()),
+        "roberta": ("encoder", "post-LayerNorm", "GELU", "learned", False, 0, ()),
+        "gpt2": ("decoder", "pre-LayerNorm", "GELU (tanh)", "learned", False, 0, ()),
+        "llama": ("decoder", "pre-RMSNorm", "SwiGLU", "rotary", False, 0, ()),
+        "mistral": ("decoder", "pre-RMSNorm", "SwiGLU", "rotary", False, 3, (0, 1)),
+        "qwen2": ("decoder", "pre-RMSNorm", "SwiGLU", "rotary", False, 4, (1,)),
+        "qwen3": ("decoder", "pre-RMSNorm", "SwiGLU", "rotary", True, 4, (1,)),
+        "gemma3_text": ("decoder", "sandwich-RMSNorm(1+w)", "GeGLU", "rotary", True, 3, (0,)),
+        "marian": ("encoder-decoder", "post-LayerNorm", "GELU", "sinusoidal", False, 0, ()),
+        "t5": ("encoder-decoder", "pre-RMSNorm", "ReLU", "relative", False, 0, ()),
+    }
+    assert seen == {k: v for k, v in expected.items() if k in seen}

@@ -22,6 +22,7 @@ from explorer.views import stages as views
 from explorer.views import tutorial002
 from explorer.views.theme import THEME_NAMES
 from explorer.views.trace import trace_data
+from explorer.views.data import induction_scores, lens_data
 from model.registry import FETCHED, SEED_WEIGHTS
 
 from .bundles import render_items, slugify, stage_ids, stage_items, zip_items, check_formats
@@ -244,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not 0 <= a.step < tr.n_steps:
             parser.error(f"--step {a.step} is out of range: {info.name} wrote {tr.n_steps} token(s) for "
                          f"--text {a.sentence}, so use 0..{tr.n_steps - 1}")
+    if "logit_lens" in stages and views.applies("logit_lens", info):  # every layer read through m.readout
+        cache = cache.with_lens(lens_data(m, cache, a.sentence))
+    if "head_roles" in stages:  # the induction scores: a forward pass of their own, on a repeated sequence
+        cache = cache.with_induction(induction_scores(m))
     runs = {}
     if edits:
         runs["edited"] = views.run_data(m, a.text, with_weights=False, edits=edits)

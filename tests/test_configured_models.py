@@ -245,3 +245,30 @@ def test_the_exporter_takes_a_configured_name(models_file, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--model", "gone", "--text", "x", "--out", str(out)])
     assert "fix its path in models.toml" in capsys.readouterr().err
+
+
+# --- every view of the app, for a configured model of each kind -------------------------------------
+FAMILIES = ROOT / "tests" / "fixtures" / "families"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["gpt2", "t5", "roberta"])  # a decoder, an encoder-decoder, an encoder
+def test_a_configured_model_of_each_kind_is_usable_on_every_view(family, tmp_path, monkeypatch):
+    path = write_models(tmp_path, f'[models.my-{family}]\npath = "{FAMILIES / family}"\n'
+                                  f'description = "tiny random {family}"\n')
+    monkeypatch.setenv(configured.ENV, str(path))
+    for view in inputs.VIEWS:
+        at = page_app(model=f"my-{family}", view=view, text="The cat sat on the mat.\n나는 학교에 간다.")
+        no_failure(at)
+        assert at.session_state["model"] == f"my-{family}", view
+        assert not [e.value for e in at.error], (view, [e.value for e in at.error])
+
+
+def test_the_exporter_takes_a_configured_encoder_decoder(tmp_path, monkeypatch):
+    from explorer.export.__main__ import main
+
+    monkeypatch.setenv(configured.ENV, str(write_models(tmp_path, f'[models.my-t5]\npath = "{FAMILIES / "t5"}"\n')))
+    out = tmp_path / "out"
+    assert main(["--model", "my-t5", "--text", "나는 학교에 간다.", "--block", "decoder.cross_attn",
+                 "--stages", "softmax,qk", "--format", "csv", "--out", str(out), "--quiet"]) == 0
+    assert len(list(out.glob("my-t5*cross*.csv"))) == 2, sorted(p.name for p in out.iterdir())

@@ -386,3 +386,37 @@ def test_the_info_describes_each_family():
         "t5": ("encoder-decoder", "pre-RMSNorm", "ReLU", "relative", False, 0, ()),
     }
     assert seen == {k: v for k, v in expected.items() if k in seen}
+
+
+# --- parts no fixture reaches ---------------------------------------------------------------------
+def test_partial_and_interleaved_rotary():
+    """Partial rotary rotates the first dims only; interleaved pairs are half-split pairs reordered
+    (llama.cpp's permutation of W_Q/W_K rows)."""
+    from model.family import Rope
+    from model.parts import Rotary
+
+    x = torch.randn(2, 3, 5, 8)  # (B, nh, T, hs)
+    pos = torch.arange(5)
+    part = Rotary(pos, Rope(base=100.0), dims=4).apply(x)
+    assert torch.equal(part[..., 4:], x[..., 4:])
+    assert torch.allclose(part[..., :4], Rotary(pos, Rope(base=100.0), dims=4).apply(x[..., :4]))
+    assert not torch.allclose(part[..., :4], x[..., :4])
+    order = torch.tensor([0, 4, 1, 5, 2, 6, 3, 7])  # interleaved position j holds half-split element order[j]
+    half = Rotary(pos, Rope(base=100.0), dims=8).apply(x)
+    inter = Rotary(pos, Rope(base=100.0), dims=8, interleaved=True).apply(x[..., order])
+    assert torch.allclose(inter, half[..., order], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["qwen2", "gemma3_text"])
+def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(name):
+    """Each sentence keeps its own positions and windows when prompts of different lengths share a batch."""
+    m = model.load(FIXTURES / name)
+    texts = ["The cat sat on the mat.", "Attention is all you need, they said."]
+    batch = m.generate_with_cache(texts, max_new_tokens=5)
+    for b, text in enumerate(texts):
+        alone = m.generate_with_cache([text], max_new_tokens=5)
+        assert batch.token_ids[b] == alone.token_ids[0]
+        for t in range(len(alone.steps)):
+            name_ = "decoder.blocks.1.self_attn.hook_pattern"
+            n = alone.steps[t][name_].shape[-1]
+            assert float32.close(batch.steps[t][name_][b, :, :, -n:], alone.steps[t][name_][0], m.info)

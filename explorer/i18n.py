@@ -1839,6 +1839,63 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Measuring induction on a repeated random sequence (once per model)…",
         "ko": "반복된 무작위 토큰 열로 유도 점수를 재는 중 (모델마다 한 번)…"},
     # --- beyond one head: patching and sampling (issue 26) ---------------------------------------
+    "stage.patching.title": {
+        "en": "Activation patching: where is the answer made?",
+        "ko": "활성 패칭: 답은 어디에서 만들어질까?"},
+    "stage.patching.explain.decoder": {
+        "en": "The sentence on screen is the **clean** run, the second sentence the **corrupted** one (as many tokens, e.g. one word changed). The clean run's most likely next token is the answer. For every layer and position, the corrupted sentence runs again with the residual stream after that layer, at that one position, copied from the clean run; the cell is the log-probability of the answer at the last position. A bright cell: that position's stream after that layer carries what the answer needs. Typically the changed word's column is bright in the early layers and the last position's in the late ones: the information moves from one token to another on the way up. The heads variant copies one head's output z (pattern · V, every position) instead. Every cell is one more forward pass, run in batches.",
+        "ko": "화면의 문장이 **깨끗한** 실행, 두 번째 문장이 **오염된** 실행입니다 (토큰 수가 같아야 함, 예: 한 단어만 바꾼 문장). 깨끗한 실행이 가장 가능성 높다고 본 다음 토큰이 답입니다. 레이어와 위치마다, 오염된 문장을 다시 실행하되 그 레이어를 지난 잔차 스트림의 그 위치 하나만 깨끗한 실행의 것으로 바꿔 넣습니다. 칸의 값은 마지막 위치에서 답의 로그 확률입니다. 밝은 칸: 그 레이어 뒤 그 위치의 스트림이 답에 필요한 것을 담고 있습니다. 보통 앞쪽 레이어에서는 바뀐 단어의 열이, 뒤쪽 레이어에서는 마지막 위치가 밝습니다: 정보가 위로 올라가며 한 토큰에서 다른 토큰으로 옮겨 갑니다. 헤드 버전은 대신 헤드 하나의 출력 z (패턴 · V, 모든 위치)를 바꿔 넣습니다. 칸 하나가 순전파 한 번이며, 묶음(배치)으로 실행합니다."},
+    "stage.patching.explain.seed": {
+        "en": "The sentence on screen is the **clean** run, the second sentence the **corrupted** one (as many tokens, e.g. one character changed). The seed model's decoder predicts, so both runs read the same decoder input: <s> and what the clean run wrote (teacher forcing), cut right after the first place where the corrupted sentence would make it write another character. The answer is the clean run's character there; each cell is its log-probability at the decoder's last position. For every layer and position of the selected block's stack (the encoder: the source's characters), the corrupted run takes that layer's stream at that one position from the clean run. A bright cell: that position carries what the answer needs. The heads variant copies one head's output z (every position) of the selected block instead. Every cell is one more forward pass, run in batches.",
+        "ko": "화면의 문장이 **깨끗한** 실행, 두 번째 문장이 **오염된** 실행입니다 (토큰 수가 같아야 함, 예: 한 글자만 바꾼 문장). seed 모델은 디코더가 예측하므로 두 실행 모두 같은 디코더 입력을 읽습니다: <s>와 깨끗한 실행이 쓴 글(티처 포싱)을, 오염된 문장이라면 다른 글자를 쓰게 되는 첫 자리 바로 뒤에서 자른 것입니다. 답은 그 자리에서 깨끗한 실행이 쓴 글자이고, 각 칸은 디코더의 마지막 위치에서 그 글자의 로그 확률입니다. 선택한 블록의 스택(인코더라면 입력 글자들)의 레이어와 위치마다, 오염된 실행에 그 레이어 그 위치 하나의 스트림만 깨끗한 실행의 것을 넣습니다. 밝은 칸: 그 위치가 답에 필요한 것을 담고 있습니다. 헤드 버전은 대신 선택한 블록의 헤드 하나의 출력 z (모든 위치)를 바꿔 넣습니다. 칸 하나가 순전파 한 번이며, 묶음(배치)으로 실행합니다."},
+    "patching.needs_head": {
+        "en": "an output head (a decoder such as SmolLM2, or the seed model): an encoder alone predicts no token, so patching has no answer to score",
+        "ko": "출력 헤드가 있는 (SmolLM2 같은 디코더나 seed 모델) — 인코더만으로는 토큰을 예측하지 않아 패칭이 점수를 매길 답이 없습니다 —"},
+    "patching.choose": {
+        "en": "Type a second sentence above with as many tokens as this one (e.g. one word changed) to patch between them.",
+        "ko": "위에 이 문장과 토큰 수가 같은 두 번째 문장(예: 한 단어만 바꾼 문장)을 입력하면 두 문장 사이를 패칭합니다."},
+    "patching.token_count": {
+        "en": "Patching needs two sentences with the same number of tokens (position i of one is position i of the other): this one has {a}, the second {b}. Change a word for one of as many tokens.",
+        "ko": "패칭에는 토큰 수가 같은 두 문장이 필요합니다 (한 문장의 i번 위치가 다른 문장의 i번 위치): 이 문장은 {a}개, 두 번째 문장은 {b}개입니다. 토큰 수가 같은 단어로 바꿔 보세요."},
+    "patching.not_run": {
+        "en": "Patching has not run for these two sentences yet: press the button above.",
+        "ko": "이 두 문장으로는 아직 패칭을 실행하지 않았습니다: 위의 버튼을 누르세요."},
+    "patching.colour": {
+        "en": "log p(answer)",
+        "ko": "로그 확률(답)"},
+    "patching.subtitle": {
+        "en": "answer “{answer}” at position {scored}: clean log p {clean}, corrupted {corrupted}; {n} patched forward passes",
+        "ko": "답 “{answer}” (위치 {scored}): 깨끗한 실행 로그 확률 {clean}, 오염된 실행 {corrupted}; 패칭한 순전파 {n}번"},
+    "patching.kind": {
+        "en": "What to patch",
+        "ko": "무엇을 패칭할까"},
+    "patching.kind_positions": {
+        "en": "the stream at one position (layer × position)",
+        "ko": "한 위치의 스트림 (레이어 × 위치)"},
+    "patching.kind_heads": {
+        "en": "one head's output z (layer × head)",
+        "ko": "헤드 하나의 출력 z (레이어 × 헤드)"},
+    "patching.run": {
+        "en": "Run patching ({n} forward passes)",
+        "ko": "패칭 실행 (순전파 {n}번)"},
+    "patching.cancel": {
+        "en": "Cancel",
+        "ko": "취소"},
+    "patching.cancelled": {
+        "en": "Patching was cancelled; nothing was kept. Run it again when you like.",
+        "ko": "패칭을 취소했습니다. 아무것도 남기지 않았습니다. 원할 때 다시 실행하세요."},
+    "patching.progress": {
+        "en": "Patching: {done} of {total} forward passes",
+        "ko": "패칭: 순전파 {total}번 중 {done}번"},
+    "patching.too_large": {
+        "en": "Patching these sentences needs {n} forward passes; this shared server allows at most {bound}. Use shorter sentences (fewer tokens), or run the explorer on your own computer, where there is no bound.",
+        "ko": "이 문장들을 패칭하려면 순전파가 {n}번 필요한데, 이 공용 서버는 최대 {bound}번까지만 허용합니다. 더 짧은 문장(토큰 수가 적은)을 쓰거나, 제한이 없는 자기 컴퓨터에서 실행하세요."},
+    "patching.failed": {
+        "en": "Patching could not run: {error}",
+        "ko": "패칭을 실행할 수 없습니다: {error}"},
+    "fig.col_logp": {
+        "en": "logp",
+        "ko": "로그확률"},
     "decoding.temperature": {
         "en": "Temperature (0 = greedy)",
         "ko": "온도 (0 = 그리디)"},

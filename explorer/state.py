@@ -394,3 +394,37 @@ def induction(name: str) -> dict:
     """Each self-attention block's induction scores (layers, heads), once per model: one forward pass
     on a repeated random sequence (explorer/views/data.py: induction_scores)."""
     return _induction(name, weights_stamp(name))
+
+
+# --- activation patching (model/patching.py; the stage "patching") --------------------------------
+# Many forward passes (layers × positions), so: cached per process by model, sentences and what is
+# patched; the caller shows progress and may cancel (a click on the page stops the script at the next
+# progress update, and nothing is kept); on a hosted server bounded by PATCH_MAX_FORWARDS (past it:
+# model.patching.PatchingTooLarge, before anything runs). One run slot for the whole experiment.
+# A _Memo, not st.cache_data: st.cache_data records every element a cached function draws, the
+# progress bar's updates included, to replay them on a hit, and refuses a bar made outside it.
+PATCH_MAX_FORWARDS = int(os.environ.get("ATTENTION_EXPLORER_PATCH_MAX_FORWARDS") or 600)
+PATCH_CACHE_ENTRIES = 16
+_PATCHES = _Memo(PATCH_CACHE_ENTRIES, RUN_CACHE_TTL)
+
+
+def patch_bound() -> int | None:
+    """The most patched forward passes one experiment may run here: PATCH_MAX_FORWARDS when hosted."""
+    return PATCH_MAX_FORWARDS if HOSTED else None
+
+
+def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progress=None, cancel=None):
+    """``model.patching.patch`` of ``clean`` against ``corrupted`` (cached): ``kind`` "positions" (the
+    stream of stack ``where``) or "heads" (the hook_z of block ``where``); bounded when hosted."""
+    from model import patching as mp
+
+    stamp, bound = weights_stamp(name), patch_bound()
+
+    def make():
+        m, _ = _load(name, stamp)
+        where_kw = {"stack": where} if kind == "positions" else {"block": where}
+        with _RUN_SLOTS:
+            return mp.patch(m, clean, corrupted, kind, max_forwards=bound, progress=progress, cancel=cancel,
+                            **where_kw)
+
+    return _PATCHES.get((name, stamp, clean, corrupted, kind, where, bound), make)

@@ -254,6 +254,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs["edited"] = views.run_data(m, a.text, with_weights=False, edits=edits)
     if second:
         runs["other"] = views.run_data(m, inputs.limit_tokens(second, m.tokenizer)[0], with_weights=False)
+        if "patching" in stages and views.applies("patching", info):  # the stage never runs the model itself
+            from model import patching as mp
+
+            try:
+                runs["patching"] = mp.patch_positions(m, a.text[a.sentence], runs["other"].texts[0],
+                                                      stack=views.patching_stack(info, block))
+            except mp.PatchingError:
+                pass  # e.g. not as many tokens: the figure says so
     if a.stages.strip().lower() == "all":  # the what-if / comparison stages only with their run
         stages = [s for s in stages if views.ready(s, info, options=runs)]
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths

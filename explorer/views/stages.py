@@ -1515,6 +1515,65 @@ def _head_roles(c: _Ctx, title: str, opts: dict):
 
 # === beyond one head: activation patching (issue 26) ===============================================
 
+# Patching runs the model again, many times (model/patching.py): the builder never does. The app (cached,
+# with a progress bar: explorer/state.py) and the exporter compute the result and hand it over as the
+# option ``patching`` (a model.patching.PatchResult of the sentence on screen, clean, against the
+# second sentence of the comparison, corrupted: the option ``other``). Without it the figure says what
+# is missing: the second sentence, the same token count, or the result.
+
+from . import patching as patch_view  # noqa: E402  (this stage's figure)
+
+
+def _patch_applies(info: dict) -> bool:
+    """Patching scores a predicted token: only models with an output head (not an encoder alone)."""
+    return info.get("kind") in ("decoder", "encoder-decoder")
+
+
+def _patch_result(c: _Ctx):
+    res = c.opts.get("patching")
+    return res if res is not None and hasattr(res, "logp") else None
+
+
+def patching_stack(info, block: str) -> str:
+    """The stack whose residual stream is patched: a decoder's own; the seed's, the selected block's."""
+    kind = info.get("kind") if isinstance(info, Mapping) else info.kind
+    return "decoder" if kind == "decoder" else stack_of(block)
+
+
+def _patching_formula(c: _Ctx) -> str:
+    res = _patch_result(c)
+    if res is not None and res.kind == "heads":
+        cell = r"z^{(\ell,\,h)} \leftarrow z^{(\ell,\,h)}(x)"
+    else:
+        cell = r"h^{(\ell)}_{i} \leftarrow h^{(\ell)}_{i}(x)"
+    return (r"\log p\big(y^{*} \,\big|\, x',\ " + cell + r"\big),\qquad y^{*} = \arg\max_y\, p(y \mid x)")
+
+
+def _patching_variant(c: _Ctx) -> str:
+    return "seed" if c.info.get("kind") == "encoder-decoder" else "decoder"
+
+
+@stage("patching", section="compare", controls="patching", needs="other", per_head=False, applies=_patch_applies,
+       formula=_patching_formula, variants=("decoder", "seed"), variant=_patching_variant)
+def _patching(c: _Ctx, title: str, opts: dict):
+    """Options: ``other`` (the second sentence's run) and ``patching`` (the result; see above)."""
+    if not _patch_applies(c.info):
+        return _not_for(c, title, "patching.needs_head")
+    o = _second(c, opts, "other")
+    if o is None:
+        return _choose(c, title, "patching.choose")
+    n_a, n_b = len(c.run.tokens[c.sel.sentence]), len(o.run.tokens[0])
+    if n_a != n_b:
+        return _notice(c.words("patching.token_count", a=n_a, b=n_b), title), None
+    res = _patch_result(c)
+    texts = (c.run.texts[c.sel.sentence] if c.sel.sentence < len(c.run.texts) else None,
+             o.run.texts[0] if o.run.texts else None)
+    if res is None or tuple(res.texts) != texts:
+        return _notice(c.words("patching.not_run"), title), None
+    words = {"colour": c.words("patching.colour"), "subtitle": c.words("patching.subtitle")}
+    fig, df = patch_view.patching_figure(res, title=title, words=words, labels=c.L)
+    return fig, df
+
 
 # --- what the registry gives everyone ---------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -182,16 +183,23 @@ class Config:
         return ACTIVATIONS[self.str(key, default, tuple(ACTIVATIONS))]
 
     def token_ids(self, vocab: int) -> dict:
-        """pad, bos, eos (a list of ids or one) and decoder_start, each checked against the vocabulary."""
-        def one(key):
-            value = self.raw.get(key)
-            return None if value is None else need_int(self.source, key, value, 0, vocab - 1)
+        """pad, bos, eos (a list of ids or one) and decoder_start; an id outside the vocabulary
+        (a config.json left with another vocabulary's ids) is dropped with a warning."""
+        def valid(key, value):
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < vocab:
+                warnings.warn(f"{self.source}: {key} {value!r} is not a token of the {vocab}-token "
+                              f"vocabulary; ignored", stacklevel=4)
+                return None
+            return int(value)
 
         eos = self.raw.get("eos_token_id")
         eos = [] if eos is None else eos if isinstance(eos, list) else [eos]
-        return dict(pad_id=one("pad_token_id"), bos_id=one("bos_token_id"),
-                    eos_ids=tuple(need_int(self.source, "eos_token_id", e, 0, vocab - 1) for e in eos),
-                    decoder_start_id=one("decoder_start_token_id"))
+        ends = tuple(e for e in (valid("eos_token_id", e) for e in eos) if e is not None)
+        return dict(pad_id=valid("pad_token_id", self.raw.get("pad_token_id")),
+                    bos_id=valid("bos_token_id", self.raw.get("bos_token_id")), eos_ids=ends,
+                    decoder_start_id=valid("decoder_start_token_id", self.raw.get("decoder_start_token_id")))
 
     def refuse(self, key: str, allowed: object, what: str) -> None:
         """Refuse a setting we do not implement (rather than computing something else)."""
@@ -468,7 +476,9 @@ def t5(c: Config) -> Family:
     ids = c.token_ids(V)
     if ids["decoder_start_id"] is None:
         ids["decoder_start_id"] = ids["pad_id"] if ids["pad_id"] is not None else 0
-    scaled = c.raw.get("tie_word_embeddings") is not False  # original T5 scales its output; v1.1 does not
+    # the original T5 scales its output by d_model^-½, v1.1 does not: transformers 5 writes which as
+    # scale_decoder_outputs; earlier configs said it with tie_word_embeddings (false for v1.1)
+    scaled = c.bool("scale_decoder_outputs", c.raw.get("tie_word_embeddings") is not False)
     return Family(
         model_type="t5", kind="encoder-decoder", vocab_size=V, d_model=d, n_layers=L,
         n_decoder_layers=c.int("num_decoder_layers", 1, MAX_LAYERS, L), n_heads=H, n_kv_heads=H, d_head=hs,

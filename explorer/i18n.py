@@ -1653,7 +1653,7 @@ WORDS: dict[str, dict[str, str]] = {
               "the value norms), and in a causal model the first tokens collect weight merely because every "
               "later position can see them. Here, over {n} layers, the last token (position {last}) keeps {own}% "
               "of itself and gets {first}% from the first token.",
-        "ko": "어텐션 롤아웃(Abnar & Zuidema 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
+        "ko": "어텐션 롤아웃(아브나르와 자위더마 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
               "얼마나 이르는지 어림합니다. 세 가지를 가정합니다: 잔차 연결은 스트림을 그대로 넘긴다(0.5·I: 각 위치의 "
               "절반은 자기 자신으로 남음), {h}개 헤드는 똑같이 센다(가중치를 평균), 섞임은 선형이다(밸류, W_O, "
               "피드포워드, 정규화는 빠짐). 어느 것도 정확히 맞지 않으므로, 그것이 중요한 곳에서 롤아웃은 오해를 "
@@ -1670,7 +1670,7 @@ WORDS: dict[str, dict[str, str]] = {
               "the value norms), so tokens that many heads use as a resting place (start, end or separator "
               "tokens) look more important than they are. Here, over {n} layers, the last token (position "
               "{last}) keeps {own}% of itself and gets {first}% from the first token.",
-        "ko": "어텐션 롤아웃(Abnar & Zuidema 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
+        "ko": "어텐션 롤아웃(아브나르와 자위더마 2020)은 레이어들의 어텐션을 곱해, 입력 토큰 각각이 스택 맨 위의 각 위치에 "
               "얼마나 이르는지 어림합니다. 세 가지를 가정합니다: 잔차 연결은 스트림을 그대로 넘긴다(0.5·I: 각 위치의 "
               "절반은 자기 자신으로 남음), {h}개 헤드는 똑같이 센다(가중치를 평균), 섞임은 선형이다(밸류, W_O, "
               "피드포워드, 정규화는 빠짐). 어느 것도 정확히 맞지 않으므로, 그것이 중요한 곳에서 롤아웃은 오해를 "
@@ -1687,7 +1687,7 @@ WORDS: dict[str, dict[str, str]] = {
               "the first tokens collect weight merely because every later position can see them. Here, over "
               "{n} layers, the last token (position {last}) keeps {own}% of itself and gets {first}% from the "
               "first token (<s>).",
-        "ko": "시드 디코더의 셀프 어텐션에 대한 어텐션 롤아웃(Abnar & Zuidema 2020)입니다. 레이어들의 어텐션을 곱해 "
+        "ko": "시드 디코더의 셀프 어텐션에 대한 어텐션 롤아웃(아브나르와 자위더마 2020)입니다. 레이어들의 어텐션을 곱해 "
               "디코더 입력 토큰 각각이 맨 위의 각 위치에 얼마나 이르는지 어림합니다. 잔차 연결은 스트림을 그대로 "
               "넘기고(0.5·I), {h}개 헤드는 똑같이 세며(평균), 섞임은 선형이라고(밸류, W_O, 피드포워드, 정규화는 "
               "빠짐) 가정합니다. 게다가 여기서는 디코더의 셀프 어텐션만 따라가므로, 크로스 어텐션이 인코더에서 "
@@ -1706,7 +1706,7 @@ WORDS: dict[str, dict[str, str]] = {
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}); the output bias b_O belongs to all heads together and is left out.",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
-              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(Kobayashi 외 2020)를, 왼쪽의 가중치 "
+              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
               "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
               "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})이며, 출력 "
@@ -1720,7 +1720,7 @@ WORDS: dict[str, dict[str, str]] = {
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}).",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
-              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(Kobayashi 외 2020)를, 왼쪽의 가중치 "
+              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
               "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
               "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})입니다."},
@@ -1738,7 +1738,7 @@ WORDS: dict[str, dict[str, str]] = {
               "query→key pairs (each query's strongest key).",
         "ko": "레이어 {layer} 헤드 {h}의 모든 쿼리(원)와 키(마름모)를, 배치의 문장 {n}개 모두에 대해 한 평면에 "
               "놓았습니다: 벡터 전체의 첫 두 주성분(PCA)이며 색은 위치입니다. 먼저 키의 평균이 쿼리의 평균과 같도록 "
-              "키를 평행이동합니다(AttentionViz와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 "
+              "키를 평행이동합니다(어텐션비즈와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 "
               "더해지는데 소프트맥스는 이를 무시하므로, 가중치는 그대로이고 쿼리와 키가 같은 중심을 갖습니다. "
               "가까움은 “주목함”과 대략만 같습니다: 두 차원은 분산의 일부만 담고(축 제목에 비율) 점수는 거리가 아닌 "
               "내적입니다. 선은 가장 강한 쿼리→키 쌍 {lines}개(쿼리마다 가장 강한 키)를 잇습니다."},
@@ -1755,7 +1755,7 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "레이어 {layer} 헤드 {h}의 모든 쿼리(원)와 키(마름모)를, 배치의 문장 {n}개 모두에 대해 한 평면에 "
               "놓았습니다: 벡터 전체의 첫 두 주성분(PCA)이며 색은 위치입니다. 회전 위치 인코딩을 적용한 뒤의 벡터이므로 "
               "위치도 점이 놓이는 자리에 들어 있습니다. 먼저 키의 평균이 쿼리의 평균과 같도록 키를 평행이동합니다"
-              "(AttentionViz와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 더해지는데 소프트맥스는 "
+              "(어텐션비즈와 같은 방법). 그러면 한 쿼리의 모든 점수에 같은 수 q·(q̄ − k̄)가 더해지는데 소프트맥스는 "
               "이를 무시하므로, 가중치는 그대로이고 쿼리와 키가 같은 중심을 갖습니다. 가까움은 “주목함”과 대략만 "
               "같습니다: 두 차원은 분산의 일부만 담고(축 제목에 비율) 점수는 거리가 아닌 내적입니다. 선은 가장 강한 "
               "쿼리→키 쌍 {lines}개(쿼리마다 가장 강한 키)를 잇습니다."},
@@ -1777,7 +1777,7 @@ WORDS: dict[str, dict[str, str]] = {
               "주는 평균. 이 셋은 이 문장의 실제 토큰 {n}개에서 재며, 위치 0은 뺍니다(인과 모델에서는 자기 자신만 "
               "읽을 수 있음). 유도: 무작위 토큰 {tokens}개(같은 열을 두 번 씀)에서, 두 번째 복사본의 각 토큰이 첫 "
               "번째 복사본에서 그 토큰 바로 뒤에 왔던 토큰에 주는 가중치의 평균입니다. 이런 헤드 덕분에 모델은 본 적 "
-              "있는 패턴을 이어 갑니다(Olsson 외 2022). 여기서 가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 "
+              "있는 패턴을 이어 갑니다(올슨 외 2022). 여기서 가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 "
               "{first_token}; 자기 자신 {self}; 유도 {induction}. 점수는 평균입니다: 한 헤드가 여러 일을 할 수 있고, "
               "짧은 문장의 점수는 흔들립니다."},
     "stage.head_roles.explain.no_induction": {
@@ -1832,6 +1832,8 @@ WORDS: dict[str, dict[str, str]] = {
     "fig.role_self": {"en": "itself", "ko": "자기 자신"},
     "fig.role_induction": {"en": "induction", "ko": "유도"},
     "fig.qk_lines": {"en": "strongest query→key pairs", "ko": "가장 강한 쿼리→키 쌍"},
+    "tx.second_copy": {"en": "2nd copy", "ko": "두 번째 복사본"},
+    "tx.first_copy": {"en": "1st copy", "ko": "첫 번째 복사본"},
     "lens.running": {
         "en": "Reading every layer through the output matrix…",
         "ko": "모든 레이어를 출력 행렬로 읽는 중…"},

@@ -1323,7 +1323,7 @@ def _lens_fill(c: _Ctx) -> dict:
 @stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens",
        formula=_lens_formula, fill=_lens_fill, variants=("decoder", "seed"),
        variant=lambda c: "seed" if c.run.kind == "encoder-decoder" else "decoder",
-       shape=lambda c: [("h", "decoder.blocks.0.hook_resid_post",
+       shape=lambda c: [("h", "",
                          (("layers", _lens_layers(c)), ("positions", len(stack_tokens(c.run, "decoder", c.sel.sentence))),
                           ("d_model", int(c.info["d_model"])))),
                         ("tensor.logits", "", (("positions", len(stack_tokens(c.run, "decoder", c.sel.sentence))),
@@ -1364,7 +1364,7 @@ def _rollout_fill(c: _Ctx) -> dict:
        formula=lambda c: (r"\bar A_\ell = \frac{1}{H}\sum_h A_\ell^{(h)},\quad \tilde A_\ell = \mathrm{rownorm}\big(0.5\,\bar A_\ell"
                           r" + 0.5\, I\big),\quad R = \tilde A_{" + str(layers_for(c.info, c.sel.block) - 1)
                           + r"} \cdots \tilde A_0"),
-       shape=lambda c: [("A", f"{prefix(c.sel.block, 0)}.hook_pattern",
+       shape=lambda c: [("A", "",
                          (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])),
                           ("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1]))),
                         ("R", "", (("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1])))])
@@ -1492,11 +1492,12 @@ def _roles_variant(c: _Ctx) -> str:
 @stage("head_roles", section="beyond", per_head=False, click="head", controls="roles",
        blocks=("encoder.self_attn", "decoder.self_attn"), fill=_roles_fill,
        variants=("measured", "no_induction", "seed_decoder"), variant=_roles_variant,
-       formula=r"\begin{gathered}\mathrm{prev}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q-1},\quad \mathrm{first}_h = "
-               r"\frac{1}{T-1}\sum_{q\ge1} A_{q,0},\quad \mathrm{self}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q} \\ "
-               r"\mathrm{induction}_h = \operatorname{mean}_{q \in \text{2nd copy}} A_{q,\ j(q)+1},\quad "
-               r"j(q):\ t_{j(q)} = t_q \text{ in the 1st copy}\end{gathered}",
-       shape=lambda c: [("A", f"{prefix(c.sel.block, 0)}.hook_pattern",
+       formula=lambda c: (r"\begin{gathered}\mathrm{prev}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q-1},\quad \mathrm{first}_h = "
+                          r"\frac{1}{T-1}\sum_{q\ge1} A_{q,0},\quad \mathrm{self}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q} \\ "
+                          r"\mathrm{induction}_h = \operatorname{mean}_{q \in " + _tx(c, "second_copy")
+                          + r"} A_{q,\ j(q)+1},\quad j(q):\ t_{j(q)} = t_q,\ j(q) \in " + _tx(c, "first_copy")
+                          + r"\end{gathered}"),
+       shape=lambda c: [("A", "",
                          (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])),
                           ("queries", _stack_patterns(c)[1]), ("keys", _stack_patterns(c)[1])))])
 def _head_roles(c: _Ctx, title: str, opts: dict):

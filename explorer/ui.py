@@ -65,7 +65,8 @@ def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str, *, click: st
     config = {"displaylogo": False, "toImageButtonOptions": {"filename": key}}
     if click and shown is not None:
         st.plotly_chart(export_ui.display_figure(shown), width="stretch", key=f"chart-{key}", config=config,
-                        on_select=functools.partial(on_pick, f"chart-{key}", shown), selection_mode="points")
+                        on_select=functools.partial(on_pick, f"chart-{key}", picking.targets(shown)),
+                        selection_mode="points")
     else:
         st.plotly_chart(export_ui.display_figure(fig), width="stretch", key=f"chart-{key}", config=config)
     if remember:  # the explorer's "Export all" takes what its page showed (not the lessons' figures)
@@ -82,11 +83,12 @@ def show_figure(fig, df: pd.DataFrame | None, meta: dict, key: str, *, click: st
         st.dataframe(state.arrow_table(df), width="stretch", height=min(420, 38 + 35 * len(df)))
 
 
-def on_pick(chart_key: str, fig) -> None:
-    """A chart's selection changed (st.plotly_chart's on_select): drill where it points."""
+def on_pick(chart_key: str, targets: picking.Targets) -> None:
+    """A chart's selection changed (st.plotly_chart's on_select): drill where it points (``targets``:
+    ``picking.targets`` of the chart's figure; never the figure itself, see there)."""
     event = st.session_state.get(chart_key)
     try:
         points = event["selection"]["points"]
     except (KeyError, TypeError):
         return
-    picking.apply(st.session_state, picking.picked(points, fig))
+    picking.apply(st.session_state, picking.picked(points, targets))

@@ -404,6 +404,13 @@ def test_a_click_on_an_overview_thumbnail_opens_that_head(seed, runs):
     assert targets[6].xaxis == "x7" and targets[6].yaxis == "y7"
     k = len(fig.data) + 6
     assert picking.picked([{"curve_number": k, "point_index": 0, "x": 5, "y": 5}], picked) == ("head", 1, 2)
+    # what the page's click callback keeps instead of the figure (Streamlit keeps every chart's callback
+    # for the rest of a session): it chooses the same, and holds nothing but text and whole numbers
+    small = picking.targets(picked)
+    assert picking.picked([{"curve_number": k, "point_index": 0, "x": 5, "y": 5}], small) == ("head", 1, 2)
+    assert picking.picked([{"curve_number": 0, "point_index": 0, "x": 5, "y": 5}], small) is None
+    flat = [x for meta, heads in small for x in (meta, *[v for lh in heads for v in lh])]
+    assert all(x is None or type(x) in (str, int) for x in flat) and len(small) == len(picked.data)
     session = {"view": "overview", "layer": 0, "head": 0}
     picking.apply(session, ("head", 1, 2))
     assert session == {"view": "scores", "layer": 1, "head": 2}

@@ -115,20 +115,35 @@ def pickable(fig: go.Figure, kind: str, lang: str = "en") -> go.Figure:
     return fastpath.make_figure(kept + targets, {**layout, "hoverdistance": -1})
 
 
-def picked(points: Iterable[Mapping], fig: go.Figure) -> tuple[str, int, int] | None:
-    """What a selection (Streamlit's ``event.selection.points``) on ``pickable``'s figure chose:
-    ("cell", query, key), ("head", layer, head), or None (no target among the points)."""
+Targets = tuple[tuple[str | None, tuple[tuple[int, int], ...]], ...]
+
+
+def targets(fig: go.Figure) -> Targets:
+    """What ``picked`` needs of ``pickable``'s figure, and nothing more: per trace, its ``meta`` and,
+    for a head target, its (layer, head). The page's click callback keeps this, not the figure:
+    Streamlit keeps every chart's callback for the rest of the session (a chart's id changes with
+    its figure), so a callback holding the figure kept every figure a visitor had seen alive (the
+    soak's memory growth, `python -m bench --only soak`)."""
     data, _ = _plain(fig)
+    return tuple((t.get("meta"), tuple((int(li), int(h)) for li, h in t["customdata"])
+                  if t.get("meta") == "pick-head" else ()) for t in data)
+
+
+def picked(points: Iterable[Mapping], fig: "go.Figure | Targets") -> tuple[str, int, int] | None:
+    """What a selection (Streamlit's ``event.selection.points``) on ``pickable``'s figure chose:
+    ("cell", query, key), ("head", layer, head), or None (no target among the points). ``fig``: the
+    figure, or its ``targets``."""
+    data = fig if isinstance(fig, tuple) else targets(fig)
     for p in reversed(list(points or [])):
         i = p.get("curve_number")
         if not isinstance(i, int) or not 0 <= i < len(data):
             continue
-        t, n = data[i], p.get("point_index", p.get("point_number"))
-        if t.get("meta") == "pick-cell" and p.get("x") is not None and p.get("y") is not None:
+        (meta, heads), n = data[i], p.get("point_index", p.get("point_number"))
+        if meta == "pick-cell" and p.get("x") is not None and p.get("y") is not None:
             return "cell", int(round(float(p["y"]))), int(round(float(p["x"])))
-        if t.get("meta") == "pick-head" and isinstance(n, int) and 0 <= n < len(t["customdata"]):
-            li, h = t["customdata"][n]
-            return "head", int(li), int(h)
+        if meta == "pick-head" and isinstance(n, int) and 0 <= n < len(heads):
+            li, h = heads[n]
+            return "head", li, h
     return None
 
 

@@ -2,14 +2,17 @@
 
 Eleven families: bert, roberta, distilbert (encoders); gpt2, llama, mistral, qwen2, qwen3,
 gemma3_text (decoders); marian, t5 (encoder-decoders). For each, transformers itself builds a
-TINY random checkpoint (2 layers, d_model 16, d_ff 32, 4 heads of 4 (8 for qwen3, gemma3); grouped-query attention with 2 K/V
-heads where the family has it; sliding windows of 3-4 tokens for mistral, qwen2 (layer 1
+TINY random checkpoint (2 layers, d_model 16, d_ff 32, 4 heads of size 4, or 8 for qwen3 and
+gemma3 as their head_dim is set apart from d_model; vocabularies of 95-376; grouped-query
+attention with 2 K/V heads where the family has it; sliding windows of 3-4 tokens for mistral, qwen2 (layer 1
 only), qwen3 (layer 1 only) and gemma3 (layer 0 only) so that window masks show on short
 sentences; QK-norm for qwen3 and gemma3; Gemma's attention and final soft-capping; T5's
 bucketed relative bias, original T5 style: ReLU MLP, tied output rescaled by d_model**-0.5),
-with weights drawn LARGER than the default init (linear and embedding weights normal with std
-0.3-0.5, norm weights 1 + N(0, 0.1), Gemma's (1 + w) norms w = N(0, 0.1), biases N(0, 0.1)) so
-that attention patterns are far from uniform. Everything is seeded; a re-run writes the same
+with weights drawn LARGER than the default init (linear and embedding weights N(0, 0.35²), T5's
+N(0, 0.2²) as it does not divide scores by sqrt(d_k), T5's relative bias N(0, 1); norm weights
+1 + N(0, 0.1²), Gemma's (1 + w) norms w ~ N(0, 0.1²); biases N(0, 0.1²); Marian's sinusoidal
+table left as it is) so that attention patterns are far from uniform (reference.json's
+mean_row_max: the mean largest weight of a row, 0.34-0.78). Everything is seeded; a re-run writes the same
 numbers.
 
 Each folder holds
@@ -66,7 +69,10 @@ project's environment; torch is pinned by a constraints file so pip never replac
 re-runs itself inside it with ``--reference``. The project itself never imports transformers.
 It also writes ``llama/model.gguf`` (float32, the same weights and tokenizer as the llama
 folder, written with the `gguf` package, Q and K rows permuted as llama.cpp's converter does),
-whose reference is the llama folder's reference.
+whose reference is the llama folder's reference: the script reads it back with transformers
+(accelerate==1.15.0 is installed beside it for that) and stops unless the token ids and the logits
+are the folder's. Its tokenizer is llama.cpp's SentencePiece kind (tokenizer.ggml.model = "llama",
+pieces, scores, token types), as in Llama 2, Mistral and Gemma GGUFs.
 """
 from __future__ import annotations
 
@@ -82,6 +88,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fixtures" / "families"
 TRANSFORMERS = "transformers==5.23.0"
+ACCELERATE = "accelerate==1.15.0"  # transformers needs it to read a GGUF (the llama GGUF's check)
 SEED = 24
 SENTENCES = [
     "The cat sat on the mat.",
@@ -113,13 +120,13 @@ def ensure_venv(venv: Path) -> Path:
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    has = subprocess.run([str(python), "-c", "import transformers; print(transformers.__version__)"],
-                         capture_output=True, text=True)
-    if has.stdout.strip() != TRANSFORMERS.split("==")[1]:
+    check = "import accelerate, transformers; print(transformers.__version__, accelerate.__version__)"
+    has = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
+    if has.stdout.strip() != f"{TRANSFORMERS.split('==')[1]} {ACCELERATE.split('==')[1]}":
         constraints = venv / "constraints.txt"  # pip must never replace the project's torch
         constraints.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), TRANSFORMERS],
-                       check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), TRANSFORMERS,
+                        ACCELERATE], check=True)
     return python
 
 
@@ -462,6 +469,7 @@ def reference_family(family: str, out_dir: Path) -> dict:
     (folder / "reference.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
     if family == "llama":
         write_llama_gguf(model, tok, ids, folder / "model.gguf")
+        check_gguf(folder, meta, tensors)
     size = sum(p.stat().st_size for p in folder.iterdir())
     print(f"{family:12s} {size / 1e3:7.1f} kB  tokens {[len(r) for r in rows]}  "
           f"mean row max {meta['mean_row_max']}  batch-vs-single {worst:.1e}")
@@ -551,6 +559,23 @@ def write_llama_gguf(model, tok, ids: dict, path: Path) -> None:
             n = cfg.num_attention_heads if "attn_q" in gg else cfg.num_key_value_heads
             x = x.reshape(n, x.shape[0] // n // 2, 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
         assert np.array_equal(x, sd[hf]), gg
+
+
+def check_gguf(folder: Path, meta: dict, tensors: dict) -> None:
+    """transformers reads the GGUF back (its own tokenizer from the metadata, its own dequantizing):
+    the same ids and the same logits as the folder, or the script stops."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file="model.gguf")
+    ref = AutoModelForCausalLM.from_pretrained(folder, gguf_file="model.gguf", dtype=torch.float32,
+                                               attn_implementation="eager").eval()
+    for s, text in enumerate(SENTENCES):
+        ids = tok(text)["input_ids"]
+        assert ids == meta["input_ids"][s], (ids, meta["input_ids"][s])
+        with torch.no_grad():
+            logits = ref(torch.tensor([ids])).logits[0]
+        assert torch.allclose(logits, tensors[f"single.{s}.logits"], atol=1e-5), s
 
 
 def run_reference(out_dir: Path, families: list[str]) -> None:

@@ -76,6 +76,7 @@ class Family:
     positions: str = "learned"  # "sinusoidal" | "learned" | "rotary" | "relative"
     pos_offset: int = 0  # learned: position i reads row pos_offset + i (RoBERTa: pad_id + 1)
     sinusoidal_split: bool = False  # sin in the first half, cos in the second (Marian); else interleaved
+    sinusoidal_base: float = 10000.0  # the n of sin(pos / n^(2i/d)) (the seed model may use another)
     rope: Rope = field(default_factory=Rope)  # rotary of full-attention layers
     rope_local: Rope | None = None  # rotary of sliding-window layers, if different (Gemma 3)
     rope_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
@@ -488,6 +489,19 @@ def t5(c: Config) -> Family:
         positions="relative", relative_buckets=c.int("relative_attention_num_buckets", 2, 4096, 32),
         relative_max_distance=c.int("relative_attention_max_distance", 2, MAX_POSITIONS, 128),
         attn_scale=1.0, logit_scale=d ** -0.5 if scaled else 1.0, tie_word_embeddings=True, **ids)
+
+
+def seed_family(cfg) -> Family:
+    """The encoder-decoder of the seed tutorials (model/seed.py's SeedConfig) as one more description:
+    post-LayerNorm, ReLU, the paper's interleaved sinusoids with its base n, embeddings × √d_model,
+    one embedding matrix for both stacks and the output."""
+    return Family(
+        model_type="seed", kind="encoder-decoder", vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+        n_layers=cfg.n_layers, n_decoder_layers=cfg.n_decoder_layers, n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads,
+        d_head=cfg.d_model // cfg.n_heads, d_ff=cfg.d_ff, max_len=cfg.max_len, norm="layer", norm_eps=1e-5,
+        placement="post", final_norm=False, act="relu", positions="sinusoidal", sinusoidal_base=cfg.pe_base,
+        qkv_bias=True, out_bias=True, mlp_bias=True, embed_scale=math.sqrt(cfg.d_model),
+        pad_id=cfg.pad_id, bos_id=cfg.bos_id, eos_ids=(cfg.eos_id,), decoder_start_id=cfg.bos_id)
 
 
 FAMILIES: dict[str, Callable[[Config], Family]] = {

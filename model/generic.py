@@ -55,7 +55,7 @@ class Transformer(HookedModel):
             d_model=d, d_head=f.d_head,
             positional=f.positions, vocab_size=f.vocab_size, max_len=f.max_len,
             n_decoder_layers=f.n_decoder_layers,
-            positional_base=f.rope.base if f.positions == "rotary" else 10000.0 if f.positions == "sinusoidal" else None,
+            positional_base=f.rope.base if f.positions == "rotary" else f.sinusoidal_base if f.positions == "sinusoidal" else None,
             description=description, embed_scale=f.embed_scale, embed_norm=f.embed_norm, norm=f.norm_name,
             final_norm=f.final_norm, ffn=f.ffn_name, d_ff=f.d_ff, qkv_bias=f.qkv_bias, out_bias=f.out_bias,
             ffn_bias=f.mlp_bias, tied_output=tied_output and f.head != "", family=f.model_type,
@@ -155,17 +155,24 @@ class Transformer(HookedModel):
             return Output(logits=self.readout(h), hidden=h, truncated=truncated), cache
         max_new = min(ids.shape[1] + 8, self.family.max_len - 1)
         written = self.greedy(ids, real, max_new, use_cache=not active())
-        start = self.family.decoder_start_id
-        dec_ids = [[start] + w[: self.family.max_len - 1] for w in written]
+        ends = set(self._end_ids().tolist())
+        written = [w[:-1] if w and w[-1] in ends else w for w in written]  # the decoder reads no end token
+        dec_ids = [[self.family.decoder_start_id] + w[: self.family.max_len - 1] for w in written]
         tgt, tgt_real = self._batch([Encoded(d, [], []) for d in dec_ids])
         with scope():
             memory = self.encoder.finish(self.encode(ids, real))
             h = self.decode(tgt, tgt_real, memory, real)  # (B, T, d)
         cache.decoder_tokens = [[self.token_text(i) for i in d] for d in dec_ids]
         cache.decoder_token_ids = dec_ids
-        ends = set(self._end_ids().tolist())
-        text = [self.tokenizer.decode([i for i in w if i not in ends]) for w in written]
-        return Output(logits=self.readout(h), generated=text, hidden=h, truncated=truncated), cache
+        return Output(logits=self.readout(h), generated=[self._text(w) for w in written], hidden=h,
+                      truncated=truncated), cache
+
+    def _text(self, ids: list[int]) -> str:
+        """Written ids as text, specials left out (a tokenizer without a decoder: its pieces joined)."""
+        if self.tokenizer.tok.decoder is not None:
+            return self.tokenizer.decode(ids)
+        specials = {self.tokenizer.pad_id, self.tokenizer.bos_id, self.tokenizer.eos_id, *self.family.eos_ids}
+        return "".join(self.token_text(i) for i in ids if i not in specials)
 
     @torch.inference_mode()
     def greedy(self, src: torch.Tensor, real: torch.Tensor, max_new: int, use_cache: bool = True) -> list[list[int]]:
@@ -274,10 +281,39 @@ class Transformer(HookedModel):
             end = next((j for j, i in enumerate(row) if i in end_set), None)
             written.append(row if end is None else row[: end + 1])
         return rec.trace(
-            B, texts=texts, generated=[tt.decode([i for i in w if i not in end_set]) for w in written],
+            B, texts=texts, generated=[self._text([i for i in w if i not in end_set]) for w in written],
             tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,
             input_tokens=[[self.token_text(i) for i in e.ids] for e in encs],
             input_token_ids=[e.ids for e in encs],
             decoder_tokens=[[self.token_text(i) for i in row] for row in tgt.tolist()],
             decoder_token_ids=tgt.tolist(), query=list(range(tgt.shape[1] - 1)),
             positions=torch.arange(tgt.shape[1]).expand(B, -1), use_cache=use_cache)
+
+
+SEED_NAMES = {"ln2.": "ln_cross.", "ln3.": "ln2."}  # the seed decoder's norms -> ours (encoder's are the same)
+
+
+def from_seed(seed) -> Transformer:
+    """The seed Transformer (model/seed.py) rebuilt from the parts: the same weights (shared, not
+    copied), the same hook names, the same numbers."""
+    from .family import seed_family
+
+    f = seed_family(seed.cfg)
+    with torch.device("meta"):
+        m = Transformer(f, seed.tokenizer, name=seed.info.name, description=seed.info.description)
+    state = {}
+    for name, t in seed.state_dict().items():
+        if name == "embedding.weight":
+            state.update({"encoder.embed.weight": t, "decoder.embed.weight": t, "unembed.weight": t})
+            continue
+        if name.startswith("decoder.blocks."):
+            head, _, rest = name.partition(".blocks.")
+            i, _, rest = rest.partition(".")
+            rest = next((ours + rest[len(theirs):] for theirs, ours in SEED_NAMES.items() if rest.startswith(theirs)),
+                        rest)
+            name = f"decoder.blocks.{i}.{rest}"
+        state[name] = t
+    m.load_state_dict(state, strict=True, assign=True)
+    for stack in (m.encoder, m.decoder):
+        stack.pe = seed.encoder.pe.clone()
+    return m.requires_grad_(False).eval()

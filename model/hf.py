@@ -380,13 +380,11 @@ def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], t
 
 def _fill_buffers(m: Transformer) -> None:
     """Non-persistent buffers (sinusoidal tables) were made on the meta device: make them for real."""
-    from .parts import sinusoidal_split
-    from .positional import sinusoidal
+    from .parts import sinusoidal_table
 
-    f = m.family
     for stack in (getattr(m, "encoder", None), getattr(m, "decoder", None)):
         if stack is not None and hasattr(stack, "pe"):
-            stack.pe = sinusoidal_split(f.max_len, f.d_model) if f.sinusoidal_split else sinusoidal(f.max_len, f.d_model)
+            stack.pe = sinusoidal_table(m.family)
 
 
 __all__ = ["load_folder", "model_type_of", "rename", "supported"]

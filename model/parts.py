@@ -76,6 +76,12 @@ class FeedForward(nn.Module):
 
 
 # --- positions ---------------------------------------------------------------------------------
+def sinusoidal_table(f: Family) -> torch.Tensor:
+    """The family's sinusoidal table (max_len, d): interleaved (the paper) or split halves (Marian)."""
+    make = sinusoidal_split if f.sinusoidal_split else sinusoidal
+    return make(f.max_len, f.d_model, f.sinusoidal_base)
+
+
 def sinusoidal_split(max_len: int, d: int, base: float = 10000.0) -> torch.Tensor:
     """Marian's table: sin(pos·θ_i) in the first half of the columns, cos(pos·θ_i) in the second
     (the paper interleaves them: positional.sinusoidal). (max_len, d) float32."""
@@ -395,8 +401,7 @@ class Stack(nn.Module):
         if f.positions == "learned":
             self.pos_embed = nn.Embedding(f.max_len + f.pos_offset, d)
         if f.positions == "sinusoidal":
-            table = sinusoidal_split(f.max_len, d) if f.sinusoidal_split else sinusoidal(f.max_len, d)
-            self.register_buffer("pe", table, persistent=False)  # (max_len, d)
+            self.register_buffer("pe", sinusoidal_table(f), persistent=False)  # (max_len, d)
         if f.positions in ("learned", "sinusoidal"):
             self.hook_pos_embed = HookPoint()  # (1, T, d) the positions' vectors
         self.ln_embed = Norm(d, f.norm, f.norm_eps) if f.embed_norm else None

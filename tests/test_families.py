@@ -420,3 +420,27 @@ def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(name):
             name_ = "decoder.blocks.1.self_attn.hook_pattern"
             n = alone.steps[t][name_].shape[-1]
             assert float32.close(batch.steps[t][name_][b, :, :, -n:], alone.steps[t][name_][0], m.info)
+
+
+@pytest.mark.parametrize("which", ["shipped", "random, n = 100"])
+def test_the_seed_is_one_more_description(which):
+    """model/seed.py's Transformer rebuilt from the parts (model.family.seed_family): the same hook
+    names in the same order, the same greedy output, every hook the same within float32's estimate
+    (the seed divides by √d_k where the parts multiply by its inverse: bit-identical when √d_k is a
+    power of two, as in the random model)."""
+    from model.generic import from_seed
+
+    seed = model.load("seed") if which == "shipped" else model.load("seed", random=True, pe_base=100.0, d_model=32, n_heads=2)
+    ours = from_seed(seed)
+    assert ours.hook_names == seed.hook_names
+    texts = ["hello world", "나는 학교에 간다"]
+    (o1, c1), (o2, c2) = seed.run_with_cache(texts), ours.run_with_cache(texts)
+    assert (o2.generated, c2.decoder_token_ids, c2.token_ids) == (o1.generated, c1.decoder_token_ids, c1.token_ids)
+    for name in seed.hook_names:
+        a, b = c2[name].float(), c1[name].float()
+        assert torch.equal(a.isinf(), b.isinf()), name  # −inf where masked, in both
+        assert float32.close(a.nan_to_num(neginf=0.0), b.nan_to_num(neginf=0.0), seed.info), name
+    assert float32.close(o2.logits, o1.logits, seed.info)
+    t1, t2 = seed.generate_with_cache(texts, max_new_tokens=6), ours.generate_with_cache(texts, max_new_tokens=6)
+    assert (t2.token_ids, t2.generated) == (t1.token_ids, t1.generated)
+    assert ours.info.positional_base == seed.info.positional_base

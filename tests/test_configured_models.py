@@ -22,6 +22,14 @@ BERT = ROOT / "tests" / "fixtures" / "families" / "bert"
 BUILT_IN = inputs.MODELS
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Conversions (a GGUF's float cache) go to a temporary folder, never ~/.cache."""
+    from model import fetch
+
+    monkeypatch.setenv(fetch.ENV_VAR, str(tmp_path / "cache"))
+
+
 def write_models(folder: Path, text: str) -> Path:
     path = folder / "models.toml"
     path.write_text(text, encoding="utf-8")
@@ -181,6 +189,19 @@ def test_local_mode_opens_a_typed_folder_and_explains_a_bad_path(monkeypatch, tm
         no_failure(at)
         assert at.session_state["model"] == str(BERT), path
         assert any("could not be opened as a model" in e.value for e in at.error), path
+
+
+def test_local_mode_opens_a_typed_gguf_file(monkeypatch, tmp_path):
+    from test_pretrained_tiny import write_llama_gguf  # a tiny llama GGUF with a byte-level vocabulary
+
+    gguf = tmp_path / "tiny-llama.gguf"
+    write_llama_gguf(gguf)
+    monkeypatch.setattr(state, "HOSTED", False)
+    at = page_app(view="stage", text="the cat")
+    at.text_input(key="model_path").input(str(gguf)).run()
+    no_failure(at)
+    assert at.session_state["model"] == str(gguf) and not at.error
+    assert at.get("plotly_chart")
 
 
 def test_hosted_mode_never_opens_a_path_from_the_url_and_draws_no_path_box(monkeypatch, models_file):

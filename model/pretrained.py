@@ -51,7 +51,15 @@ def load_path(path: str | Path) -> HookedModel:
             return load_bert(path)  # an old BERT config.json without a model_type
         return load_folder(path)  # an unknown model_type is refused with the supported ones listed
     if path.is_file() and path.suffix.lower() == ".gguf":
-        return load_gguf(path)
+        from .gguf_family import ARCHITECTURES, architecture, load_gguf_family
+
+        arch = architecture(path)
+        if arch in ARCHITECTURES:
+            return load_gguf_family(path)
+        if arch not in (None, "llama"):
+            raise WeightsError(f"{path.name}: GGUF architecture {arch!r} is not supported; supported: "
+                               f"llama, {', '.join(ARCHITECTURES)}")
+        return load_gguf(path)  # llama, or a file that is not a readable GGUF (its message)
     if not path.exists():
         raise WeightsError(f"no such file or folder: {path}")
     raise WeightsError(f"{path.name}: expected a checkpoint folder (config.json + "

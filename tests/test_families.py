@@ -444,3 +444,98 @@ def test_the_seed_is_one_more_description(which):
     t1, t2 = seed.generate_with_cache(texts, max_new_tokens=6), ours.generate_with_cache(texts, max_new_tokens=6)
     assert (t2.token_ids, t2.generated) == (t1.token_ids, t1.generated)
     assert ours.info.positional_base == seed.info.positional_base
+
+
+# --- GGUF files of qwen2 and qwen3 ---------------------------------------------------------------
+GGUF_NAMES = {"embed_tokens": "token_embd", "norm": "output_norm", "input_layernorm": "attn_norm",
+              "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+              "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+              "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+              "mlp.down_proj": "ffn_down"}
+
+
+def write_gguf(name: str, path: Path, quantize: bool = False) -> None:
+    """A fixture folder as llama.cpp's converter writes it (names, metadata, byte-level vocabulary)."""
+    import gguf
+    import numpy as np
+    from safetensors.torch import load_file
+
+    cfg = json.loads((FIXTURES / name / "config.json").read_text())
+    tok = json.loads((FIXTURES / name / "tokenizer.json").read_text())
+    w = gguf.GGUFWriter(str(path), name)
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    if cfg.get("head_dim"):
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv: kv[1])
+    specials = {t["content"] for t in tok["added_tokens"] if t["special"]}
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt2")
+    w.add_token_list([t for t, _ in vocab])
+    w.add_token_types([3 if t in specials else 1 for t, _ in vocab])
+    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
+    w.add_eos_token_id(cfg["eos_token_id"])
+    w.add_pad_token_id(cfg["pad_token_id"])
+    for hf_name, t in load_file(str(FIXTURES / name / "model.safetensors")).items():
+        module, _, param = hf_name.removeprefix("model.").rpartition(".")
+        if module == "lm_head":
+            ours = "output"
+        elif module.startswith("layers."):
+            _, i, rest = module.split(".", 2)
+            ours = f"blk.{i}.{GGUF_NAMES[rest]}"
+        else:
+            ours = GGUF_NAMES[module]
+        a = t.numpy()
+        if quantize and a.ndim == 2 and a.shape[1] % 32 == 0:
+            w.add_tensor(f"{ours}.{param}", gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(f"{ours}.{param}", np.ascontiguousarray(a))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+@pytest.mark.parametrize("name", ["qwen2", "qwen3"])
+def test_a_gguf_reads_as_its_folder(name, tmp_path):
+    """The same weights from a GGUF and from the folder give the same hooks (llama.cpp's qwen GGUFs
+    carry no sliding window, so the folder is read with its window off); Q8_0 stays close."""
+    if name not in FAMILY_NAMES:
+        pytest.skip(f"no {name} fixture")
+    folder = copy_folder(name, tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "use_sliding_window": False, "layer_types": None}))
+    write_gguf(name, tmp_path / f"{name}.gguf")
+    write_gguf(name, tmp_path / f"{name}-q8.gguf", quantize=True)
+    texts = ["The cat sat on the mat.", "나는 학교에 간다."]
+    want_out, want = model.load(folder).run_with_cache(texts)
+    m = model.load(tmp_path / f"{name}.gguf")
+    assert (m.info.family, m.info.sliding_window) == (name, 0)
+    out, got = m.run_with_cache(texts)
+    assert got.token_ids == want.token_ids and m.hook_names == model.load(folder).hook_names
+    for hook in m.hook_names:
+        assert torch.equal(got[hook], want[hook]), hook
+    assert torch.equal(out.logits, want_out.logits)
+    q8_out, q8 = model.load(tmp_path / f"{name}-q8.gguf").run_with_cache(texts)
+    assert 0 < (q8["decoder.blocks.1.self_attn.hook_pattern"] - want["decoder.blocks.1.self_attn.hook_pattern"]).abs().max() < 0.05
+
+
+def test_an_unsupported_gguf_architecture_is_named(tmp_path):
+    import gguf
+
+    path = tmp_path / "falcon.gguf"
+    w = gguf.GGUFWriter(str(path), "falcon")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(WeightsError, match="'falcon' is not supported; supported: llama, qwen2, qwen3"):
+        model.load(path)

@@ -539,3 +539,53 @@ def test_an_unsupported_gguf_architecture_is_named(tmp_path):
     w.close()
     with pytest.raises(WeightsError, match="'falcon' is not supported; supported: llama, qwen2, qwen3"):
         model.load(path)
+
+
+def test_block_hooks_are_the_blocks_maths(family, runs):
+    """Each stream hook is the sum or norm its name says, for every placement (post, pre with
+    cross-attention, Gemma's sandwich): the hooks tell the block's story without the code."""
+    name, m, _, _ = family
+    _, (out, c) = runs
+    close = dict(atol=1e-5, rtol=1e-5)
+    for stack in m.info.stacks:
+        blocks = getattr(m, stack).blocks
+        for i, block in enumerate(blocks):
+            b = f"{stack}.blocks.{i}."
+            x, attn = c[b + "hook_resid_pre"], c[b + "self_attn.hook_out"]
+            ffn = block.ffn.project(c[b + "hook_ffn_hidden"])
+            assert torch.allclose(ffn, c[b + "hook_ffn_out"], **close)
+            placement = m.info.norm.split("-")[0]
+            if placement == "post":
+                assert torch.equal(c[b + "hook_attn_sum"], x + attn)
+                mid = c[b + "hook_resid_mid"]
+                assert torch.allclose(mid, block.ln1(x + attn), **close)
+                if b + "hook_cross_sum" in c:
+                    assert torch.equal(c[b + "hook_cross_sum"], mid + c[b + "cross_attn.hook_out"])
+                    mid = c[b + "hook_resid_mid_cross"]
+                    assert torch.allclose(mid, block.ln_cross(c[b + "hook_cross_sum"]), **close)
+                assert torch.equal(c[b + "hook_ffn_sum"], mid + c[b + "hook_ffn_out"])
+                assert torch.allclose(c[b + "hook_resid_post"], block.ln2(c[b + "hook_ffn_sum"]), **close)
+            elif placement == "pre":
+                assert torch.allclose(c[b + "hook_attn_normed"], block.ln1(x), **close)
+                mid = c[b + "hook_resid_mid"]
+                assert torch.equal(mid, x + attn)
+                if b + "hook_cross_normed" in c:
+                    assert torch.allclose(c[b + "hook_cross_normed"], block.ln_cross(mid), **close)
+                    assert torch.equal(c[b + "hook_resid_mid_cross"], mid + c[b + "cross_attn.hook_out"])
+                    mid = c[b + "hook_resid_mid_cross"]
+                assert torch.allclose(c[b + "hook_ffn_normed"], block.ln2(mid), **close)
+                assert torch.equal(c[b + "hook_resid_post"], mid + c[b + "hook_ffn_out"])
+            else:  # sandwich
+                assert torch.allclose(c[b + "hook_attn_normed"], block.ln1(x), **close)
+                assert torch.allclose(c[b + "hook_attn_out_normed"], block.ln1_post(attn), **close)
+                mid = c[b + "hook_resid_mid"]
+                assert torch.equal(mid, x + c[b + "hook_attn_out_normed"])
+                assert torch.allclose(c[b + "hook_ffn_normed"], block.ln2(mid), **close)
+                assert torch.allclose(c[b + "hook_ffn_out_normed"], block.ln2_post(c[b + "hook_ffn_out"]), **close)
+                assert torch.equal(c[b + "hook_resid_post"], mid + c[b + "hook_ffn_out_normed"])
+            if i:
+                assert torch.equal(x, c[f"{stack}.blocks.{i - 1}.hook_resid_post"])
+        first = c[f"{stack}.blocks.0.hook_resid_pre"]
+        embedded = c[f"{stack}.hook_embed"] + (c[f"{stack}.hook_pos_embed"] if f"{stack}.hook_pos_embed" in c else 0)
+        stack_ = getattr(m, stack)
+        assert torch.allclose(first, embedded if stack_.ln_embed is None else stack_.ln_embed(embedded), **close)

@@ -129,7 +129,7 @@ class Transformer(HookedModel):
         cols = torch.arange(p, T)
         pos = None if positions is None else positions[:, p:]
         c = self.decoder.context(real, cols, pos, memory, memory_real)
-        return self.decoder(self.decoder.embed_tokens(ids[:, p:], start=p), c, kv)
+        return self.decoder(self.decoder.embed_tokens(ids[:, p:], start=p, positions=pos), c, kv)
 
     def _end_ids(self) -> torch.Tensor:
         ends = set(self.family.eos_ids)
@@ -208,17 +208,14 @@ class Transformer(HookedModel):
     def _generate_decoder(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
                           use_cache: bool) -> Trace:
         """As Llama._generate: prompts left-padded to a common length P, each sentence with its own
-        positions (0 at its first real token); the prompt but its last token read once, then one
-        step per token; each sentence stops at its end token."""
+        positions (0 at its first real token: rotary angles and learned rows alike); the prompt but
+        its last token read once, then one step per token; each sentence stops at its end token."""
         tt, n = self.tokenizer, self.family.max_len
         encs, _ = self._tokens(texts, keep_last=False)
         B, P = len(encs), max(len(e.ids) for e in encs)
         if P >= n:
             raise ValueError(f"the prompt takes all {n} positions of {self.info.name}: no room to write; "
                              f"give a shorter prompt")
-        if self.family.positions != "rotary" and any(len(e.ids) < P for e in encs):
-            raise ValueError(f"{self.info.name} has absolute positions: generate one prompt at a time, "
-                             f"or prompts of the same length")
         max_new = min(32 if max_new_tokens is None else max_new_tokens, n - P)
         n_pad = torch.tensor([P - len(e.ids) for e in encs])  # (B,)
         ids = torch.full((B, P), tt.pad_id, dtype=torch.long)  # (B, P) left-padded

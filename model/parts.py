@@ -412,9 +412,11 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(BLOCKS[f.placement](f, i, cross, windowed[i]) for i in range(n_layers))
         self.ln_final = Norm(d, f.norm, f.norm_eps) if f.final_norm else None
 
-    def embed_tokens(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """ids (B, T) holding positions start..start+T-1 -> the stream entering block 0 (B, T, d)."""
+    def embed_tokens(self, ids: torch.Tensor, start: int = 0, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (B, T) holding positions start..start+T-1, or each sentence's own ``positions`` (B, T)
+        (a left-padded batch) -> the stream entering block 0 (B, T, d)."""
         f, T = self.f, ids.shape[1]
+        pos = torch.arange(start, start + T)[None] if positions is None else positions  # (1 or B, T)
         x = self.embed(ids)
         if f.embed_scale != 1.0:
             x = x * torch.tensor(f.embed_scale, dtype=x.dtype)
@@ -422,10 +424,9 @@ class Stack(nn.Module):
             x = x + self.type_embed.weight[0]
         x = self.hook_embed(x)  # (B, T, d)
         if f.positions == "learned":
-            rows = torch.arange(start, start + T) + f.pos_offset
-            x = x + self.hook_pos_embed(self.pos_embed(rows)[None])  # (1, T, d)
+            x = x + self.hook_pos_embed(self.pos_embed(pos + f.pos_offset))  # (1 or B, T, d)
         elif f.positions == "sinusoidal":
-            x = x + self.hook_pos_embed(self.pe[start: start + T][None])  # (1, T, d)
+            x = x + self.hook_pos_embed(self.pe[pos])  # (1 or B, T, d)
         return x if self.ln_embed is None else self.ln_embed(x)
 
     def context(self, real: torch.Tensor, q_cols: torch.Tensor, positions: torch.Tensor | None = None,

@@ -407,7 +407,7 @@ def test_partial_and_interleaved_rotary():
     assert torch.allclose(inter, half[..., order], atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["qwen2", "gemma3_text"])
+@pytest.mark.parametrize("name", ["qwen2", "gemma3_text", "gpt2"])
 def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(name):
     """Each sentence keeps its own positions and windows when prompts of different lengths share a batch."""
     m = model.load(FIXTURES / name)

@@ -1,10 +1,12 @@
-"""GGUF files of the qwen2 and qwen3 architectures, read onto the family parts (model/generic.py).
+"""GGUF files read onto the family parts (model/generic.py): the qwen2, qwen3 and gemma3
+architectures, and llama files whose tokenizer is SentencePiece-style (Llama 2, Mistral).
 
 The metadata becomes the config.json a Hugging Face folder would hold, and model/family.py reads
 it as it reads any folder's: one description of each family, whatever the file. Tensor names map
 onto the parts; every size is checked against the tensors the file holds (shapes from the header,
 on a model built on the meta device) before anything is dequantized; nothing is unpickled.
-llama GGUFs keep their own reader (model/llama.py, with its float32 cache).
+llama GGUFs with a byte-level vocabulary (SmolLM2, Llama 3) keep their own reader (model/llama.py,
+with its float32 cache).
 
     GGUF                          ours
     token_embd / output_norm / output      decoder.embed / decoder.ln_final / unembed
@@ -12,12 +14,18 @@ llama GGUFs keep their own reader (model/llama.py, with its float32 cache).
     blk.{i}.attn_q|k|v|output (.bias)      self_attn.W_Q|W_K|W_V|W_O
     blk.{i}.attn_q_norm, attn_k_norm       self_attn.q_norm, k_norm (qwen3)
     blk.{i}.ffn_gate|up|down               ffn.W_gate|W_in|W_out
+    blk.{i}.post_attention_norm, post_ffw_norm   ln1_post, ln2_post (gemma3's sandwich)
 
-qwen2 and qwen3 keep Hugging Face's rotary layout in GGUF (llama.cpp's "NEOX" rope), so no row
-is permuted. A sliding window is not part of these files (llama.cpp does not use one for them).
+llama.cpp's converter interleaves the rows of W_Q and W_K of llama files for its rotary layout
+(undone here, as model/llama.py does); qwen2, qwen3 and gemma3 keep Hugging Face's layout. Gemma's
+norms are stored as 1 + w (the converter adds the 1), so they are read as plain RMSNorms; its
+attention scale is llama.cpp's (1/√head_dim; 1/√(d_model/heads) for the 62-layer 27B), its local
+layers every sixth one full (unless the file says otherwise) with rotary base 10000. qwen2's
+sliding window is not part of its files (llama.cpp does not use one).
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +38,17 @@ from .family import family_of
 from .generic import Transformer
 from .tokenizer import TextTokenizer
 
-ARCHITECTURES = ("qwen2", "qwen3")  # read here; "llama" is read by model/llama.py
+ARCHITECTURES = ("qwen2", "qwen3", "gemma3")  # read here, and "llama" with a SentencePiece vocabulary
+MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3_text"}
+TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.merges",
+                  "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
+                  "tokenizer.ggml.eos_token_id", "tokenizer.ggml.padding_token_id",
+                  "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token")
 TOP = {"token_embd": "decoder.embed", "output_norm": "decoder.ln_final", "output": "unembed"}
 LAYER = {"attn_norm": "ln1", "attn_q": "self_attn.W_Q", "attn_k": "self_attn.W_K", "attn_v": "self_attn.W_V",
          "attn_output": "self_attn.W_O", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
-         "ffn_norm": "ln2", "ffn_gate": "ffn.W_gate", "ffn_up": "ffn.W_in", "ffn_down": "ffn.W_out"}
+         "ffn_norm": "ln2", "ffn_gate": "ffn.W_gate", "ffn_up": "ffn.W_in", "ffn_down": "ffn.W_out",
+         "post_attention_norm": "ln1_post", "post_ffw_norm": "ln2_post"}
 
 
 def rename(name: str) -> str | None:
@@ -48,15 +62,21 @@ def rename(name: str) -> str | None:
     return None
 
 
-def architecture(path: Path) -> str | None:
-    """general.architecture of a GGUF file; None when it is not a readable GGUF."""
+def architecture(path: Path) -> tuple[str | None, str | None]:
+    """(general.architecture, tokenizer.ggml.model) of a GGUF file; Nones when it is not readable."""
     try:
         import gguf
 
-        field = gguf.GGUFReader(str(path)).fields.get("general.architecture")
-        return None if field is None else field.contents()
+        fields = gguf.GGUFReader(str(path)).fields
+        return tuple(fields[k].contents() if k in fields else None  # type: ignore[return-value]
+                     for k in ("general.architecture", "tokenizer.ggml.model"))
     except Exception:  # not a GGUF, truncated: the llama reader gives the message
-        return None
+        return None, None
+
+
+def reads(arch: str | None, tokenizer: str | None) -> bool:
+    """Whether this reader reads such a file (else model/llama.py does, or nobody)."""
+    return arch in ARCHITECTURES or (arch == "llama" and tokenizer == "llama")
 
 
 def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
@@ -64,16 +84,20 @@ def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
     def key(k, default=None):
         return meta.get(f"{arch}.{k}", default)
 
-    if key("rope.scaling.type", "none") not in ("none", None):
-        raise WeightsError(f"{source}: rope scaling {key('rope.scaling.type')!r} is not supported")
+    scaling = key("rope.scaling.type", "none")
+    if scaling not in ("none", None, "linear"):
+        raise WeightsError(f"{source}: rope scaling {scaling!r} is not supported (none, linear)")
     tokens = meta.get("tokenizer.ggml.tokens")
     if not isinstance(tokens, list) or not 0 < len(tokens) <= MAX_VOCAB:
         raise WeightsError(f"{source}: the vocabulary (tokenizer.ggml.tokens) is missing or too large")
     head_dim = key("attention.key_length")
     if key("attention.value_length", head_dim) != head_dim:
         raise WeightsError(f"{source}: value heads wider or narrower than key heads are not supported")
-    return {
-        "model_type": arch, "vocab_size": len(tokens), "hidden_size": key("embedding_length"),
+    if key("rope.dimension_count", head_dim) not in (head_dim, None) and head_dim is not None:
+        raise WeightsError(f"{source}: partial rotary dimensions are not supported in GGUF files")
+    rope = {"rope_type": "linear", "factor": key("rope.scaling.factor")} if scaling == "linear" else {}
+    config = {
+        "model_type": MODEL_TYPES[arch], "vocab_size": len(tokens), "hidden_size": key("embedding_length"),
         "num_hidden_layers": key("block_count"), "num_attention_heads": key("attention.head_count"),
         "num_key_value_heads": key("attention.head_count_kv"), "head_dim": head_dim,
         "intermediate_size": key("feed_forward_length"),
@@ -81,16 +105,30 @@ def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
         "rope_theta": key("rope.freq_base", 10000.0), "max_position_embeddings": key("context_length", 2048),
         "tie_word_embeddings": "output.weight" not in tensors,
         "bos_token_id": meta.get("tokenizer.ggml.bos_token_id"), "eos_token_id": meta.get("tokenizer.ggml.eos_token_id"),
-        "pad_token_id": meta.get("tokenizer.ggml.padding_token_id"),
+        "pad_token_id": meta.get("tokenizer.ggml.padding_token_id"), "rope_scaling": rope or None,
     }
+    if arch == "gemma3":
+        d, H, hs = key("embedding_length"), key("attention.head_count"), head_dim
+        pattern = key("attention.sliding_window_pattern", 6)
+        n = key("block_count")
+        if isinstance(pattern, list):  # per layer: True where the layer uses the window
+            config["layer_types"] = ["sliding_attention" if p else "full_attention" for p in pattern]
+        else:
+            config["sliding_window_pattern"] = pattern
+        scalar = d // H if n == 62 and isinstance(d, int) and isinstance(H, int) else hs
+        config.update(query_pre_attn_scalar=scalar, sliding_window=key("attention.sliding_window"),
+                      rope_local_base_freq=key("rope.freq_base_swa", 10000.0),
+                      final_logit_softcapping=key("final_logit_softcapping"), rope_theta=key("rope.freq_base", 1e6))
+    return config
 
 
 def load_gguf_family(path: str | Path, name: str | None = None, description: str = "") -> Transformer:
     """Load a qwen2 or qwen3 GGUF (any quantization the `gguf` package dequantizes)."""
     import gguf
 
+    from .gguf_spm import spm_tokenizer_from_gguf
     from .gguf_tokenizer import special_token, tokenizer_from_gguf
-    from .llama import TOKENIZER_KEYS
+    from .llama import unpermute
 
     path = Path(path)
     try:
@@ -100,12 +138,15 @@ def load_gguf_family(path: str | Path, name: str | None = None, description: str
     except Exception as e:  # the reader raises plain errors on truncated or corrupt files
         raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: {e}); "
                            f"it may be truncated or corrupt") from None
-    arch = meta.get("general.architecture")
-    if arch not in ARCHITECTURES:
-        raise WeightsError(f"{path.name}: architecture {arch!r} is not read here ({', '.join(ARCHITECTURES)})")
+    arch, spm = meta.get("general.architecture"), meta.get("tokenizer.ggml.model") == "llama"
+    if not reads(arch, meta.get("tokenizer.ggml.model")):
+        raise WeightsError(f"{path.name}: architecture {arch!r} is not read here ({', '.join(ARCHITECTURES)}, "
+                           f"llama with a SentencePiece vocabulary)")
     tensors = {t.name: t for t in reader.tensors}
     source = f"{path.name} ({arch})"
     f = family_of(config_of(meta, arch, set(tensors), source), source)
+    if f.norm == "rms1p":  # Gemma: the file holds 1 + w
+        f = dataclasses.replace(f, norm="rms")
 
     ours = {}
     for t in tensors:
@@ -117,15 +158,15 @@ def load_gguf_family(path: str | Path, name: str | None = None, description: str
     shapes = {mine: tuple(int(n) for n in reversed(tensors[t].shape.tolist())) for mine, t in ours.items()}
     check_layers(source, f"{arch}.block_count", f.n_layers, shapes, "decoder.blocks.")
     try:
-        tok = tokenizer_from_gguf(meta)
-    except (ValueError, KeyError) as e:
+        tok = spm_tokenizer_from_gguf(meta, arch) if spm else tokenizer_from_gguf(meta)
+    except (ValueError, KeyError, IndexError, TypeError) as e:
         raise WeightsError(f"{source}: its tokenizer cannot be rebuilt ({e})") from None
     pad = special_token(meta, "padding") or special_token(meta, "eos")
     tt = TextTokenizer(tok, pad=pad, bos=special_token(meta, "bos"), eos=special_token(meta, "eos"))
     tied = f.tie_word_embeddings
     with torch.device("meta"):  # the shapes the metadata gives, allocating nothing
         m = Transformer(f, tt, name=name or path.stem, description=description or f"{arch} GGUF {path.name}",
-                        tied_output=tied, token_style="bytes")
+                        tied_output=tied, token_style="metaspace" if spm else "bytes")
     expected = {k: tuple(v.shape) for k, v in m.state_dict().items() if not (tied and k == "unembed.weight")}
     extra = set(shapes) - set(expected)
     if extra:
@@ -139,7 +180,10 @@ def load_gguf_family(path: str | Path, name: str | None = None, description: str
     state = {}
     for mine, t in ours.items():
         a = gguf.quants.dequantize(tensors[t].data, tensors[t].tensor_type)  # numpy, (out, in) like torch
-        state[mine] = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"])).reshape(shapes[mine])
+        w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"])).reshape(shapes[mine])
+        if arch == "llama" and mine.endswith(("W_Q.weight", "W_K.weight")):  # llama.cpp's rotary row order
+            w = unpermute(w, f.n_heads if "W_Q" in mine else f.n_kv_heads)
+        state[mine] = w.contiguous()
     if tied:
         state["unembed.weight"] = state["decoder.embed.weight"]
     try:

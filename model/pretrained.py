@@ -51,10 +51,10 @@ def load_path(path: str | Path) -> HookedModel:
             return load_bert(path)  # an old BERT config.json without a model_type
         return load_folder(path)  # an unknown model_type is refused with the supported ones listed
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from .gguf_family import ARCHITECTURES, architecture, load_gguf_family
+        from .gguf_family import ARCHITECTURES, architecture, load_gguf_family, reads
 
-        arch = architecture(path)
-        if arch in ARCHITECTURES:
+        arch, vocab = architecture(path)
+        if reads(arch, vocab):
             return load_gguf_family(path)
         if arch not in (None, "llama"):
             raise WeightsError(f"{path.name}: GGUF architecture {arch!r} is not supported; supported: "

@@ -44,6 +44,12 @@ def reference(family: str) -> tuple[dict, dict[str, torch.Tensor]]:
     return json.loads((folder / "reference.json").read_text()), load_file(str(folder / "reference.safetensors"))
 
 
+def two_runs_agree(a: torch.Tensor, b: torch.Tensor, info) -> bool:
+    """One hook from two float32 runs: −inf in the same places, the rest within tests/float32.py."""
+    a, b = a.float(), b.float()
+    return torch.equal(a.isinf(), b.isinf()) and float32.close(a.nan_to_num(neginf=0.0), b.nan_to_num(neginf=0.0), info)
+
+
 def tolerance(info, ref: torch.Tensor) -> float:
     return min(ISSUE_TOLERANCE, float32.tolerance(info, ref))
 
@@ -437,9 +443,7 @@ def test_the_seed_is_one_more_description(which):
     (o1, c1), (o2, c2) = seed.run_with_cache(texts), ours.run_with_cache(texts)
     assert (o2.generated, c2.decoder_token_ids, c2.token_ids) == (o1.generated, c1.decoder_token_ids, c1.token_ids)
     for name in seed.hook_names:
-        a, b = c2[name].float(), c1[name].float()
-        assert torch.equal(a.isinf(), b.isinf()), name  # −inf where masked, in both
-        assert float32.close(a.nan_to_num(neginf=0.0), b.nan_to_num(neginf=0.0), seed.info), name
+        assert two_runs_agree(c2[name], c1[name], seed.info), name
     assert float32.close(o2.logits, o1.logits, seed.info)
     t1, t2 = seed.generate_with_cache(texts, max_new_tokens=6), ours.generate_with_cache(texts, max_new_tokens=6)
     assert (t2.token_ids, t2.generated) == (t1.token_ids, t1.generated)
@@ -589,3 +593,93 @@ def test_block_hooks_are_the_blocks_maths(family, runs):
         embedded = c[f"{stack}.hook_embed"] + (c[f"{stack}.hook_pos_embed"] if f"{stack}.hook_pos_embed" in c else 0)
         stack_ = getattr(m, stack)
         assert torch.allclose(first, embedded if stack_.ln_embed is None else stack_.ln_embed(embedded), **close)
+
+
+def test_the_llama_gguf_fixture_reads_as_its_folder():
+    """The llama fixture's GGUF (SentencePiece vocabulary: pieces, scores, types; Q/K rows in
+    llama.cpp's order), read onto the parts: transformers' ids, and every hook of the folder."""
+    gguf_file = FIXTURES / "llama" / "model.gguf"
+    if not gguf_file.is_file():
+        pytest.skip("no llama GGUF fixture")
+    meta, ref = reference("llama")
+    m, folder = model.load(gguf_file), model.load(FIXTURES / "llama")
+    out, got = m.run_with_cache(meta["sentences"])
+    want_out, want = folder.run_with_cache(meta["sentences"])
+    assert got.token_ids == meta["input_ids"] and got.tokens == want.tokens
+    for hook in folder.hook_names:
+        assert torch.equal(got[hook], want[hook]), hook
+    assert torch.equal(out.logits, want_out.logits)
+    assert m.tokenizer.decode(got.token_ids[1]) == meta["sentences"][1]
+
+
+GEMMA_GGUF_NAMES = {**GGUF_NAMES, "post_attention_layernorm": "post_attention_norm",
+                    "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
+
+
+def write_gemma3_gguf(path: Path) -> None:
+    """The gemma3 fixture as llama.cpp's converter writes it: norms stored as 1 + w, a SentencePiece
+    vocabulary with no merges, the window and the local layers in the metadata."""
+    import gguf
+    import numpy as np
+    from safetensors.torch import load_file
+
+    cfg = json.loads((FIXTURES / "gemma3_text" / "config.json").read_text())
+    tok = json.loads((FIXTURES / "gemma3_text" / "tokenizer.json").read_text())
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["full_attention"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_sliding_window(cfg["sliding_window"])
+    w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg["layer_types"]])
+    w.add_float32("gemma3.final_logit_softcapping", cfg["final_logit_softcapping"])
+    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv: kv[1])
+    specials = {t["content"] for t in tok["added_tokens"] if t["special"]}
+    w.add_tokenizer_model("llama")
+    w.add_token_list([t for t, _ in vocab])
+    w.add_token_scores([-float(i) for i in range(len(vocab))])
+    w.add_token_types([3 if t in specials else 6 if t.startswith("<0x") else 1 for t, _ in vocab])
+    for key, value in (("bos", cfg["bos_token_id"]), ("eos", cfg["eos_token_id"]), ("pad", cfg["pad_token_id"])):
+        getattr(w, f"add_{key}_token_id")(value)
+    for hf_name, t in load_file(str(FIXTURES / "gemma3_text" / "model.safetensors")).items():
+        module, _, param = hf_name.removeprefix("model.").rpartition(".")
+        if module.startswith("layers."):
+            _, i, rest = module.split(".", 2)
+            ours = f"blk.{i}.{GEMMA_GGUF_NAMES[rest]}"
+        else:
+            ours = GEMMA_GGUF_NAMES[module]
+        a = t.numpy() + (1.0 if hf_name.endswith("norm.weight") else 0.0)  # the converter's norm shift
+        w.add_tensor(f"{ours}.{param}", np.ascontiguousarray(a, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_a_gemma3_gguf_reads_as_its_folder(tmp_path):
+    """Gemma 3 from a GGUF: the same numbers as the folder on the same ids (the (1 + w) read from
+    the file's shifted norms, the window and local layers from its metadata); its tokenizer is
+    Gemma's (no space before the first word) and gives the text back."""
+    if "gemma3_text" not in FAMILY_NAMES:
+        pytest.skip("no gemma3 fixture")
+    write_gemma3_gguf(tmp_path / "gemma3.gguf")
+    m, folder = model.load(tmp_path / "gemma3.gguf"), model.load(FIXTURES / "gemma3_text")
+    assert (m.info.family, m.info.sliding_window, m.info.window_layers, m.info.qk_norm, m.info.final_softcap) == \
+        ("gemma3_text", 3, (0,), True, 8.0)
+    meta, _ = reference("gemma3_text")
+    texts = meta["sentences"]
+    ids = m.tokenizer.encode(texts)
+    assert all(m.tokenizer.decode(e.ids) == t for e, t in zip(ids, texts))
+    assert ids[0].tokens[:3] == ["<bos>", "The", "▁cat"]  # Gemma's: no "▁" before the first word
+    m.tokenizer = folder.tokenizer  # the same ids into both
+    out, got = m.run_with_cache(texts)
+    want_out, want = folder.run_with_cache(texts)
+    for hook in folder.hook_names:
+        assert two_runs_agree(got[hook], want[hook], m.info), hook
+    assert float32.close(out.logits, want_out.logits, m.info)

@@ -2,7 +2,8 @@
 
     load_named("minilm")     # <cache>/minilm (python -m model.fetch minilm)
     load_named("smollm2")    # <cache>/smollm2 (python -m model.fetch smollm2)
-    load_path("some/bert-folder") / load_path("model.gguf")
+    load_path("some/checkpoint-folder")   # config.json's model_type: one of model/family.py's FAMILIES
+    load_path("model.gguf")               # llama, qwen2, qwen3, gemma3
 
 Only safetensors and GGUF files are read; nothing is ever unpickled.
 """
@@ -41,8 +42,9 @@ def load_named(name: str) -> HookedModel:
 
 def load_path(path: str | Path) -> HookedModel:
     """A checkpoint folder -> the family its config.json names (model/hf.py: GPT-2, Llama, Mistral,
-    Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> Llama;
-    anything else -> WeightsError."""
+    Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> by its
+    architecture (llama with a byte-level vocabulary: model/llama.py; qwen2, qwen3, gemma3 and llama
+    with a SentencePiece vocabulary: model/gguf_family.py); anything else -> WeightsError."""
     from .hf import load_folder, model_type_of
 
     path = Path(path).expanduser()
@@ -63,5 +65,5 @@ def load_path(path: str | Path) -> HookedModel:
     if not path.exists():
         raise WeightsError(f"no such file or folder: {path}")
     raise WeightsError(f"{path.name}: expected a checkpoint folder (config.json + "
-                       f"model.safetensors + tokenizer.json), a .gguf file (Llama family) or a "
+                       f"model.safetensors + tokenizer.json), a .gguf file (llama, qwen2, qwen3, gemma3) or a "
                        f"seed .safetensors file; pickled checkpoints (.bin, .pt) are never loaded")

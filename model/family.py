@@ -141,9 +141,8 @@ class Config:
     def has(self, key: str) -> bool:
         return self.raw.get(key) is not None
 
-    def int(self, key: str, lo: int, hi: int, default: object = ..., *alias: str) -> int:
-        value = self.first(key, *alias, default=default)
-        return need_int(self.source, key, value, lo, hi)
+    def int(self, key: str, lo: int, hi: int, default: object = ...) -> int:
+        return need_int(self.source, key, self.first(key, default=default), lo, hi)
 
     def opt_int(self, key: str, lo: int, hi: int) -> int | None:
         return None if self.raw.get(key) is None else self.int(key, lo, hi)

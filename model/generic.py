@@ -11,8 +11,6 @@ head's transform if any, the output projection (× logit_scale, + bias), the fin
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 from torch import nn
 
@@ -33,6 +31,15 @@ def display_token(token: str, style: str) -> str:
     if style == "metaspace":
         return token.replace("▁", " ")
     return token
+
+
+def cut_at_end(rows: list[list[int]], ends: set[int]) -> list[list[int]]:
+    """Each row up to and including its first end token (the pads after it dropped)."""
+    out = []
+    for row in rows:
+        end = next((j for j, i in enumerate(row) if i in ends), None)
+        out.append(row if end is None else row[: end + 1])
+    return out
 
 
 class Transformer(HookedModel):
@@ -191,11 +198,7 @@ class Transformer(HookedModel):
             done |= torch.isin(nxt, ends)
             if done.all():
                 break
-        out = []
-        for row, finished in zip(tgt[:, 1:].tolist(), done.tolist()):
-            end = next((j for j, i in enumerate(row) if i in set(ends.tolist())), None)
-            out.append(row if end is None else row[: end + 1])
-        return out
+        return cut_at_end(tgt[:, 1:].tolist(), set(ends.tolist()))
 
     def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
                   use_cache: bool) -> Trace:
@@ -273,10 +276,7 @@ class Transformer(HookedModel):
             if done.all():
                 break
         end_set = set(ends.tolist())
-        written = []
-        for row in tgt[:, 1:].tolist():
-            end = next((j for j, i in enumerate(row) if i in end_set), None)
-            written.append(row if end is None else row[: end + 1])
+        written = cut_at_end(tgt[:, 1:].tolist(), end_set)
         return rec.trace(
             B, texts=texts, generated=[self._text([i for i in w if i not in end_set]) for w in written],
             tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,

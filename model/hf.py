@@ -367,10 +367,9 @@ def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], t
         elif mine == "unembed.bias":
             t = t.reshape(-1)
         state[mine] = t.contiguous()
-    for stack in ("encoder", "decoder"):  # one tensor for embeddings the stacks share
-        if f"{stack}.embed.weight" in state and "encoder.embed.weight" in state and stack == "decoder":
-            if torch.equal(state["decoder.embed.weight"], state["encoder.embed.weight"]):
-                state["decoder.embed.weight"] = state["encoder.embed.weight"]
+    enc, dec = state.get("encoder.embed.weight"), state.get("decoder.embed.weight")
+    if enc is not None and dec is not None and enc is not dec and torch.equal(enc, dec):
+        state["decoder.embed.weight"] = enc  # one tensor for the embedding both stacks share
     if tied:
         state["unembed.weight"] = state[("decoder" if f.kind != "encoder" else "encoder") + ".embed.weight"]
     if f.output_bias and "unembed.bias" not in state:

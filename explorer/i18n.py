@@ -1701,28 +1701,30 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
               "its value vector after the output projection. The right panel shows the length of each term, "
               "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
-              "queries after the first put {w0}% of their weight on the first token, yet that token makes up "
-              "{n0}% of the length the head moves. Much weight with a short value vector is an attention sink: "
+              "queries after the first put {w0}% of their weight on the first token, whose value vector after "
+              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
+              "head moves. Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}); the output bias b_O belongs to all heads together and is left out.",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
               "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
-              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
-              "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
+              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})이며, 출력 "
               "바이어스 b_O는 모든 헤드에 함께 속하므로 뺐습니다."},
     "stage.value_norms.explain.no_bias": {
         "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
               "its value vector after the output projection. The right panel shows the length of each term, "
               "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
-              "queries after the first put {w0}% of their weight on the first token, yet that token makes up "
-              "{n0}% of the length the head moves. Much weight with a short value vector is an attention sink: "
+              "queries after the first put {w0}% of their weight on the first token, whose value vector after "
+              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
+              "head moves. Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}).",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
               "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
-              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 주지만, 헤드가 "
-              "옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
+              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})입니다."},
     "stage.qk_map.title": {
         "en": "Queries and keys in one map",
@@ -1834,6 +1836,49 @@ WORDS: dict[str, dict[str, str]] = {
     "fig.qk_lines": {"en": "strongest query→key pairs", "ko": "가장 강한 쿼리→키 쌍"},
     "tx.second_copy": {"en": "2nd copy", "ko": "두 번째 복사본"},
     "tx.first_copy": {"en": "1st copy", "ko": "첫 번째 복사본"},
+    "lesson.lens.title": {
+        "en": "What each layer predicts: the logit lens",
+        "ko": "레이어마다 무엇을 예측하나: 로짓 렌즈"},
+    "lesson.lens.text": {
+        "en": "A decoder writes its prediction only after its last layer, but every layer adds to the same residual stream. The **logit lens** reads that stream after each layer through the model's own final norm and output matrix, as if the model stopped there. Does the answer appear early and get refined, or only near the top?",
+        "ko": "디코더는 마지막 레이어 뒤에서야 예측을 내놓지만, 모든 레이어는 같은 잔차 스트림에 더해 갑니다. **로짓 렌즈**는 각 레이어 뒤의 스트림을 모델 자신의 마지막 정규화와 출력 행렬로 읽어, 모델이 거기서 멈춘 것처럼 봅니다. 답은 일찍 나타나 다듬어질까요, 아니면 맨 위 가까이에서야 나타날까요?"},
+    "lesson.lens.ask": {
+        "en": "SmolLM2 predicts “{tok}” after “{text}”. Read through the lens, from which of its {n} layers on is “{tok}” already the top token at the last position, and stays so up to the top?",
+        "ko": "SmolLM2는 “{text}” 다음에 “{tok}”을(를) 예측합니다. 렌즈로 읽으면, {n}개 레이어 가운데 어느 구간부터 마지막 위치의 1위 토큰이 이미 “{tok}”이고 맨 위까지 그대로일까요?"},
+    "lesson.lens.band": {
+        "en": "layers {a}–{b}",
+        "ko": "레이어 {a}–{b}"},
+    "lesson.lens.why": {
+        "en": "From layer {k} of {n} on (p = {p} there, {top} at the top). Layer {before} still put “{below}” first, and at layer {mid}, halfway up, the lens showed “{mid_tok}” (p = {mid_p}). The grid shows every layer and position.",
+        "ko": "{n}개 중 레이어 {k}부터입니다 (그곳에서 p = {p}, 맨 위에서 {top}). 레이어 {before}은(는) 아직 “{below}”을(를) 1위로 두었고, 절반 높이인 레이어 {mid}에서 렌즈는 “{mid_tok}”(p = {mid_p})을(를) 보였습니다. 격자에 모든 레이어와 위치가 있습니다."},
+    "lesson.roles.title": {
+        "en": "Heads with jobs: previous-token and induction heads",
+        "ko": "일을 맡은 헤드: 이전 토큰 헤드와 유도 헤드"},
+    "lesson.roles.text": {
+        "en": "Some heads do one recognisable job. A **previous-token head** looks one token back. An **induction head** finds an earlier occurrence of the current token and looks at the token that came after it, which lets a model continue a pattern it has already seen (“Harry Potter … Harry → Potter”). The overview shows the heads of the layers around layer 18 on this sentence: which picture could do that?",
+        "ko": "어떤 헤드는 알아볼 수 있는 한 가지 일을 합니다. **이전 토큰 헤드**는 한 토큰 앞을 봅니다. **유도 헤드**는 지금 토큰이 앞에서 나왔던 자리를 찾아 그 바로 뒤의 토큰을 봅니다. 그래서 모델은 이미 본 패턴을 이어 갈 수 있습니다 (“해리 포터 … 해리 → 포터”). 개요 그림은 이 문장에서 레이어 18 주변 레이어들의 헤드를 보여 줍니다. 어느 그림이 그 일을 할 수 있을까요?"},
+    "lesson.roles.ask": {
+        "en": "Measured on {tokens} random tokens (a sequence written twice), which of these four SmolLM2 heads is the strongest induction head?",
+        "ko": "무작위 토큰 {tokens}개(같은 열을 두 번 씀)로 재면, 이 SmolLM2 헤드 네 개 가운데 가장 강한 유도 헤드는 어느 것일까요?"},
+    "lesson.roles.why": {
+        "en": "{ind}: its induction score, the mean weight from each token of the second copy to the token after that token's first occurrence, is the highest of all heads. Each of the others is the strongest head (not already chosen) at another job on this sentence's {n} tokens: previous token {prev}, first token {first}, self {self}.",
+        "ko": "{ind}입니다. 유도 점수(두 번째 복사본의 각 토큰이, 그 토큰이 처음 나왔던 자리 바로 뒤 토큰에 주는 가중치의 평균)가 모든 헤드 가운데 가장 높습니다. 나머지는 각각 이 문장의 토큰 {n}개에서 다른 일을 가장 잘하는 헤드(이미 고른 것 제외)입니다: 이전 토큰 {prev}, 첫 토큰 {first}, 자기 자신 {self}."},
+    "lesson.sinks.title": {
+        "en": "Attention sinks: weight is not influence",
+        "ko": "어텐션 싱크: 가중치는 영향력이 아니다"},
+    "lesson.sinks.text": {
+        "en": "Many heads put almost all their weight on the first token, whatever that token is. Weight alone does not say what a head moves: each key adds α·v·W_O, so a key whose value vector is short moves little however much weight it gets. A head with nothing to do can park its weight on such a token: an **attention sink**.",
+        "ko": "많은 헤드가 첫 토큰이 무엇이든 거의 모든 가중치를 그 토큰에 줍니다. 가중치만으로는 헤드가 무엇을 옮기는지 알 수 없습니다: 각 키는 α·v·W_O를 더하므로, 밸류 벡터가 짧은 키는 가중치를 아무리 받아도 조금밖에 옮기지 못합니다. 할 일이 없는 헤드는 그런 토큰에 가중치를 놓아둘 수 있습니다: **어텐션 싱크**입니다."},
+    "lesson.sinks.ask": {
+        "en": "Layer {l}, head {h} puts {w}% of its weight on the first token. How long is the first token's value vector after the output projection, ‖v₀ W_O‖, compared with the other tokens' (their mean)?",
+        "ko": "레이어 {l}, 헤드 {h}은(는) 가중치의 {w}%를 첫 토큰에 줍니다. 출력 투영을 거친 첫 토큰의 밸류 벡터 ‖v₀ W_O‖는 다른 토큰들의 것(평균)에 비해 얼마나 길까요?"},
+    "lesson.sinks.bin0": {"en": "less than a quarter as long", "ko": "4분의 1보다 짧다"},
+    "lesson.sinks.bin1": {"en": "a quarter to three quarters as long", "ko": "4분의 1에서 4분의 3 사이"},
+    "lesson.sinks.bin2": {"en": "about as long (0.75× to 1.5×)", "ko": "비슷하다 (0.75배에서 1.5배)"},
+    "lesson.sinks.bin3": {"en": "more than 1.5× as long", "ko": "1.5배보다 길다"},
+    "lesson.sinks.why": {
+        "en": "{r}× as long ({first} against {others} on average). So layer {l}, head {h} gives the first token {w}% of its weight but moves little with it: the first token's terms make up {share}% of the length the head moves, each of them short. The value norms (right panel) show it cell by cell: weight is where a head looks, the norm is what it moves.",
+        "ko": "{r}배입니다 (평균 {others}에 비해 {first}). 그러니 레이어 {l}, 헤드 {h}은(는) 첫 토큰에 가중치의 {w}%를 주지만 그것으로 옮기는 것은 적습니다: 헤드가 옮기는 길이 가운데 첫 토큰의 항이 {share}%를 차지하지만 각 항이 짧습니다. 밸류 노름(오른쪽 패널)이 칸마다 보여 줍니다: 가중치는 헤드가 보는 곳이고, 노름은 헤드가 옮기는 것입니다."},
     "lens.running": {
         "en": "Reading every layer through the output matrix…",
         "ko": "모든 레이어를 출력 행렬로 읽는 중…"},

@@ -481,3 +481,61 @@ def test_the_app_shows_the_new_view_in_korean_and_each_stage_by_url():
     at.selectbox(key="role").set_value("first_token").run()
     ok(at)
     assert at.session_state["role"] == "first_token"
+
+
+# --- the lessons (item 8): their answers from run_with_cache's tensors, not through the lesson code ---
+
+LESSON_TITLES = ("lesson.lens.title", "lesson.roles.title", "lesson.sinks.title")
+
+
+def lesson_expected(n: int, texts, models):
+    """(what is compared, the value) for the lessons on the analyses (tests/test_lessons.py asks here),
+    or None for another lesson."""
+    from explorer.lessons import catalog
+
+    title = catalog.lesson(n).title
+    if title not in LESSON_TITLES:
+        return None
+    m = models("smollm2")
+    L = m.info.n_layers
+    if title == "lesson.lens.title":  # every layer's stream at the last position through m.readout
+        _, c = m.run_with_cache(texts[:1])
+        with torch.inference_mode():
+            top = [int(m.readout(c[f"decoder.blocks.{i}.hook_resid_post"][0, -1]).argmax()) for i in range(L)]
+        k = next(i for i in range(L) if all(t == top[-1] for t in top[i:]))
+        thirds = [round(L * j / 3) for j in range(4)]
+        return "index", next(j for j in range(3) if thirds[j] <= k < thirds[j + 1])
+    if title == "lesson.roles.title":  # the head with the highest induction score, found from the tensors
+        scores = induction_by_hand(m, "decoder.self_attn")
+        li, h = np.unravel_index(int(scores.argmax()), scores.shape)
+        return "label", f"L{li} H{h}"
+    part = catalog.lesson(n).parts[0]  # sinks: ‖v₀ W_O[h]‖ against the others' mean, by hand
+    _, c = m.run_with_cache(texts[:1])
+    p = f"decoder.blocks.{part.layer}.self_attn"
+    dh = m.info.d_head
+    W_O = dict(m.named_modules())[p].W_O.weight.detach().double()[:, part.head * dh:(part.head + 1) * dh]
+    lengths = torch.linalg.vector_norm(c[f"{p}.hook_v"][0, part.head].double() @ W_O.T, dim=-1)
+    ratio = float(lengths[0] / lengths[1:].mean())
+    return "index", sum(ratio >= b for b in (0.25, 0.75, 1.5))
+
+
+@pytest.mark.weights
+def test_the_lessons_on_the_analyses_ask_what_the_run_says(smollm2):
+    from explorer.lessons import catalog
+
+    for lesson in catalog.LESSONS:
+        if lesson.title not in LESSON_TITLES:
+            continue
+        texts = list(lesson.texts)
+        runs = [catalog.run_part(p, smollm2, texts) for p in lesson.parts]
+        what, value = lesson_expected(lesson.number, texts, lambda name: smollm2)
+        for lang in i18n.LANGS:
+            q = lesson.ask(runs, lang)
+            assert q.kind == "choice" and len(q.choices) >= 3 and q.why and q.prompt
+            assert (q.answer if what == "index" else q.answer_text()) == value, (lesson.title, q.choices)
+    # the measured facts the lessons teach: the answer appears late, L18 H6 is an induction head, and
+    # layer 18 head 8's first token gets all its weight but a short value vector
+    lens, roles, sinks = (next(x for x in catalog.LESSONS if x.title == t) for t in LESSON_TITLES)
+    assert lesson_expected(lens.number, list(lens.texts), lambda name: smollm2) == ("index", 2)
+    assert lesson_expected(roles.number, list(roles.texts), lambda name: smollm2) == ("label", "L18 H6")
+    assert lesson_expected(sinks.number, list(sinks.texts), lambda name: smollm2) == ("index", 0)

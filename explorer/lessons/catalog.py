@@ -327,6 +327,137 @@ LESSONS: tuple[Lesson, ...] = (
 )
 
 
+# --- beyond one head (issue 26): what each layer predicts, heads with jobs, attention sinks -----------
+# Numbered after the lessons above (their words: "lesson.lens.*", "lesson.roles.*", "lesson.sinks.*").
+# What they read besides the hooks (the lens of the part's sentence, the model's induction scores) is
+# attached to the part's run by run_part below and by the page (explorer/lessons/page.py).
+
+def needs_lens(part: Part) -> bool:
+    return "logit_lens" in part.stages + part.reveal
+
+
+def needs_induction(part: Part) -> bool:
+    return "head_roles" in part.stages + part.reveal
+
+
+def attach_analyses(part: Part, run: RunData, lens, induction) -> RunData:
+    """The part's run with what its analyses read: ``lens(sentence)`` and ``induction()`` make them
+    (explorer/state.py's caches on the page, explorer/views/data.py's functions elsewhere)."""
+    if needs_lens(part) and run.kind in ("decoder", "encoder-decoder"):
+        run = run.with_lens(lens(min(part.sentence, run.n_sentences - 1)))
+    if needs_induction(part):
+        run = run.with_induction(induction())
+    return run
+
+
+def _thirds(n: int) -> list[tuple[int, int]]:
+    cuts = [round(n * k / 3) for k in range(4)]
+    return [(cuts[k], cuts[k + 1] - 1) for k in range(3)]
+
+
+def _word(text: str) -> str:
+    return style.plain_text(style.visible(text), 30)
+
+
+def ask_lens(pr: PartRun, lang: str) -> Question:
+    """What each layer predicts: from which band of layers on is the lens's top token at the last
+    position the model's final choice (every layer up to the top)?"""
+    lens = pr.run.lens
+    col, probs = lens.ids[:, -1], lens.probs[:, -1]
+    n_layers = len(col)
+    k = n_layers - 1
+    while k > 0 and col[k - 1] == col[-1]:
+        k -= 1
+    bands = _thirds(n_layers)
+    answer = next(b for b, (a, z) in enumerate(bands) if a <= k <= z)
+    final = _word(lens.token_text[int(col[-1])])
+    mid = n_layers // 2
+    toks = pr.run.tokens[_sentence(pr)] if pr.run.kind == "decoder" else pr.run.decoder_tokens[_sentence(pr)]
+    text = style.plain_text("".join(toks)[-60:], 60)
+    below = _word(lens.token_text[int(col[k - 1])]) if k > 0 else "—"
+    return Question("choice", i18n.t("lesson.lens.ask", lang, text=text, tok=final, n=n_layers),
+                    [i18n.t("lesson.lens.band", lang, a=a, b=z) for a, z in bands], answer,
+                    i18n.t("lesson.lens.why", lang, tok=final, k=k, n=n_layers, p=f"{float(probs[k]):.2f}",
+                           top=f"{float(probs[-1]):.2f}", below=below, before=max(0, k - 1), mid=mid,
+                           mid_tok=_word(lens.token_text[int(col[mid])]), mid_p=f"{float(probs[mid]):.2f}"))
+
+
+def _stack_patterns(pr: PartRun) -> tuple[np.ndarray, int]:
+    stack, attn = pr.part.block.split(".")
+    n_layers = stages.layers_for(pr.info, pr.part.block)
+    s = _sentence(pr)
+    pats = np.stack([np.asarray(pr.run[f"{stack}.blocks.{i}.{attn}.hook_pattern"][s]) for i in range(n_layers)])
+    return pats, min(len(stages.stack_tokens(pr.run, stack, s)), pats.shape[-1])
+
+
+def ask_roles(pr: PartRun, lang: str) -> Question:
+    """Heads with jobs: which of four heads (the strongest of each role on this run) is the induction head?"""
+    from explorer.views import analysis as an
+    from explorer.views.data import INDUCTION_TOKENS
+
+    pats, n = _stack_patterns(pr)
+    scores = an.head_role_scores(pats, n)
+    scores["induction"] = np.asarray(pr.run.induction[pr.part.block], dtype=np.float64)
+    picked: dict[str, tuple[int, int, float]] = {}
+    for role in ("induction", "previous_token", "first_token", "self"):
+        best = [x for x in an.strongest(scores[role], 12) if (x[0], x[1]) not in {(a, b) for a, b, _ in picked.values()}]
+        if best:
+            picked[role] = best[0]
+    heads = sorted((li, h) for li, h, _ in picked.values())
+    ind = picked["induction"]
+
+    def said(role: str) -> str:
+        li, h, s = picked.get(role, (0, 0, float("nan")))
+        return f"L{li} H{h} ({s:.2f})"
+
+    return Question("choice", i18n.t("lesson.roles.ask", lang, tokens=2 * INDUCTION_TOKENS),
+                    [f"L{li} H{h}" for li, h in heads], heads.index((ind[0], ind[1])),
+                    i18n.t("lesson.roles.why", lang, ind=said("induction"), prev=said("previous_token"),
+                           first=said("first_token"), self=said("self"), tokens=2 * INDUCTION_TOKENS, n=n))
+
+
+SINK_BINS = (0.25, 0.75, 1.5)
+
+
+def ask_sinks(pr: PartRun, lang: str) -> Question:
+    """Attention sinks: the head puts most of its weight on the first token; how long is that token's
+    value vector after W_O, compared with the other tokens' (their mean)?"""
+    from explorer.views.data import head_weights
+
+    p = prefix(pr.part.block, pr.part.layer)
+    s, h = _sentence(pr), pr.part.head
+    _, _, n, _ = axis_tokens(pr.run, pr.part.block, s, pr.part.layer)
+    A = np.asarray(pr.run[f"{p}.hook_pattern"][s, h, :n, :n], dtype=np.float64)
+    v = np.asarray(pr.run[f"{p}.hook_v"][s, h, :n], dtype=np.float64)
+    hw = head_weights(pr.run.weights, p, h, int(pr.info.n_heads), int(pr.info.d_head))
+    lengths = np.linalg.norm(v @ hw["W_O"].astype(np.float64), axis=-1)  # ‖v_j W_O[h]‖
+    ratio = float(lengths[0] / lengths[1:].mean()) if n > 1 and lengths[1:].mean() > 0 else 1.0
+    w0 = float(A[1:, 0].mean()) if n > 1 else 1.0
+    moved = A * lengths[None, :]  # ‖α_ij v_j W_O[h]‖
+    share = float(moved[1:, 0].sum() / moved[1:].sum()) if n > 1 and moved[1:].sum() > 0 else 1.0
+    answer = int(np.searchsorted(SINK_BINS, ratio, side="right"))
+    choices = [i18n.t(k, lang) for k in ("lesson.sinks.bin0", "lesson.sinks.bin1", "lesson.sinks.bin2",
+                                         "lesson.sinks.bin3")]
+    return Question("choice", i18n.t("lesson.sinks.ask", lang, l=pr.part.layer, h=h, w=f"{100 * w0:.0f}"),
+                    choices, answer,
+                    i18n.t("lesson.sinks.why", lang, r=f"{ratio:.2f}", w=f"{100 * w0:.0f}", l=pr.part.layer, h=h,
+                           share=f"{100 * share:.0f}", first=f"{lengths[0]:.2f}",
+                           others=f"{lengths[1:].mean() if n > 1 else lengths[0]:.2f}"))
+
+
+LESSONS = LESSONS + (
+    Lesson(len(LESSONS) + 1, "lesson.lens.title", "lesson.lens.text", ("The Eiffel Tower is in the city of",),
+           (Part("smollm2", ("next_token",), reveal=("logit_lens",), block="decoder.self_attn"),), ask_lens),
+    Lesson(len(LESSONS) + 2, "lesson.roles.title", "lesson.roles.text",
+           ("Harry Potter went to the shop and Harry Potter bought a new wand for the school.",),
+           (Part("smollm2", ("overview",), reveal=("head_roles", "softmax"), block="decoder.self_attn", layer=18,
+                 head=6),), ask_roles),
+    Lesson(len(LESSONS) + 3, "lesson.sinks.title", "lesson.sinks.text", ("The Eiffel Tower is in the city of Paris.",),
+           (Part("smollm2", ("softmax",), reveal=("value_norms",), block="decoder.self_attn", layer=18, head=8),),
+           ask_sinks),
+)
+
+
 def lesson(number: int) -> Lesson:
     """Lesson ``number`` (1-based); IndexError outside 1..len(LESSONS)."""
     if not 1 <= int(number) <= len(LESSONS):
@@ -373,13 +504,14 @@ def selection(part: Part, run: RunData, model_name: str | None = None):
 
 def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
     """A part's live run on ``texts`` with model ``m`` (uncached: the app uses explorer/state.py)."""
-    from explorer.views.data import run_data
+    from explorer.views.data import induction_scores, lens_data, run_data
     from explorer.views.trace import trace_data
 
     texts = list(texts)
     run = run_data(m, texts)
     if part.trace:
         run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))
+    run = attach_analyses(part, run, lambda s: lens_data(m, run, s), lambda: induction_scores(m))
     edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
     return PartRun(part, run, m.info, edited)
 
@@ -391,4 +523,8 @@ def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
         opts["edited"] = pr.edited
     if stage_id == "decoding" and pr.run.trace is not None:
         opts["step"] = decoding_step(pr.run.trace)
+    if stage_id == "logit_lens" and pr.run.lens is not None:  # keyed apart from a figure made without it
+        opts["attached"] = ("lens", pr.run.lens.text)
+    if stage_id == "head_roles" and pr.run.induction is not None:
+        opts["attached"] = ("induction", pr.part.model)
     return opts

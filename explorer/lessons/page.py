@@ -148,6 +148,8 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
         run = state.run(part.model, texts, n_tokens, m.info)
         if part.trace:
             run = run.with_trace(state.trace(part.model, texts[min(part.sentence, len(texts) - 1)]))
+        run = catalog.attach_analyses(part, run, lambda s: state.lens(part.model, texts, run, s),
+                                      lambda: state.induction(part.model))
         edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
     return PartRun(part, run, m.info, edited)
 

@@ -1389,12 +1389,16 @@ def _value_norms_data(c: _Ctx):
 def _value_norms_fill(c: _Ctx) -> dict:
     made = _value_norms_data(c)
     if made is None:
-        return {"w0": "—", "n0": "—", "kv": c.sel.head}
+        return {"w0": "—", "n0": "—", "kv": c.sel.head, "ratio": "—"}
     pattern, norms, kv = made
     rows = slice(1, None) if pattern.shape[0] > 1 else slice(None)
     total = float(norms[rows].sum())
+    hw = head_weights(c.weights, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
+    lengths = np.linalg.norm(c.t("hook_v")[: c.n_k].astype(np.float64) @ hw["W_O"].astype(np.float64), axis=-1)
+    ratio = lengths[0] / lengths[1:].mean() if len(lengths) > 1 and lengths[1:].mean() > 0 else 1.0
     return {"w0": f"{100 * float(pattern[rows, 0].mean()):.0f}",
-            "n0": f"{100 * float(norms[rows, 0].sum()) / total:.0f}" if total > 0 else "0", "kv": kv}
+            "n0": f"{100 * float(norms[rows, 0].sum()) / total:.0f}" if total > 0 else "0", "kv": kv,
+            "ratio": f"{float(ratio):.2f}"}
 
 
 @stage("value_norms", section="beyond", click="cell", fill=_value_norms_fill, variants=("bias", "no_bias"),

@@ -255,7 +255,7 @@ def _prepare(f: Family, theirs: dict[str, tuple[int, ...]], source: str) -> tupl
             if not IGNORED.search(name):
                 warnings.warn(f"{source}: ignoring tensor {name} (no part of {f.model_type} uses it)", stacklevel=4)
             continue
-        if mine == "self_attn.W_QKV" or mine.endswith("self_attn.W_QKV.weight") or mine.endswith("self_attn.W_QKV.bias"):
+        if ".W_QKV." in mine:  # GPT-2: one Conv1D for q, k and v
             for x in "QKV":
                 ours.setdefault(mine.replace("W_QKV", f"W_{x}"), []).append(name)
             continue
@@ -309,16 +309,8 @@ def load_folder(folder: str | Path, name: str | None = None, description: str = 
         m = Transformer(f, tok, name=name or folder.name, description=description or f"{f.model_type} {folder.name}",
                         tied_output=tied, token_style=style)
     expected = _expected(m, tied)
-    got = {}
-    for mine, names in ours.items():
-        shape = theirs[names[0]]
-        if mine.split(".")[-2] in ("W_Q", "W_K", "W_V") and len(names) == 1 and "c_attn" in names[0]:
-            shape = _gpt2_split_shape(shape, mine)
-        elif f.conv1d and len(shape) == 2 and ".blocks." in mine:
-            shape = shape[::-1]  # Conv1D stores (in, out)
-        elif mine == "unembed.bias" and len(shape) == 2 and shape[0] == 1:
-            shape = shape[1:]  # Marian's final_logits_bias (1, V)
-        got[mine] = shape
+    got = {mine: tuple(_to_ours(f, mine, names[0], torch.empty(theirs[names[0]], device="meta")).shape)
+           for mine, names in ours.items()}  # the layout of their data, on shapes alone
     unused = set(got) - set(expected) - {"unembed.bias", "unembed.weight"}
     if unused:
         raise WeightsError(f"{source}: the file holds {sorted(unused)[:3]}, which this configuration does "
@@ -345,11 +337,15 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _gpt2_split_shape(shape: tuple[int, ...], mine: str) -> tuple[int, ...]:
-    """GPT-2's c_attn (Conv1D: (d, 3d) weight, (3d,) bias) -> one of W_Q, W_K, W_V in our layout."""
-    if len(shape) == 2:
-        return (shape[1] // 3, shape[0]) if shape[1] % 3 == 0 else (-1, shape[0])
-    return (shape[0] // 3,) if shape[0] % 3 == 0 else (-1,)
+def _to_ours(f: Family, mine: str, theirs: str, t: torch.Tensor) -> torch.Tensor:
+    """Their tensor laid out as our part holds it (also on meta tensors, for the shape check)."""
+    if ".c_attn." in theirs:  # GPT-2: q, k, v side by side in one Conv1D: (d, 3d) weight, (3d,) bias
+        t = (t.T if t.dim() == 2 else t).chunk(3, dim=0)["QKV".index(mine.split(".")[-2][-1])]
+    elif f.conv1d and t.dim() == 2 and ".blocks." in mine:
+        t = t.T  # Conv1D stores (in, out)
+    elif mine == "unembed.bias":
+        t = t.reshape(-1)  # Marian's final_logits_bias is (1, V)
+    return t
 
 
 def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], tied: bool) -> dict[str, torch.Tensor]:
@@ -358,15 +354,7 @@ def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], t
     read = read_tensors(files, sorted({n for ns in ours.values() for n in ns}))
     state: dict[str, torch.Tensor] = {}
     for mine, names in ours.items():
-        t = read[names[0]]
-        if "c_attn" in names[0]:  # GPT-2: one Conv1D for q, k, v
-            x = "QKV".index(mine.split(".")[-2][-1])
-            t = (t.T if t.dim() == 2 else t).chunk(3, dim=0)[x]
-        elif f.conv1d and t.dim() == 2 and ".blocks." in mine:
-            t = t.T
-        elif mine == "unembed.bias":
-            t = t.reshape(-1)
-        state[mine] = t.contiguous()
+        state[mine] = _to_ours(f, mine, names[0], read[names[0]]).contiguous()
     enc, dec = state.get("encoder.embed.weight"), state.get("decoder.embed.weight")
     if enc is not None and dec is not None and enc is not dec and torch.equal(enc, dec):
         state["decoder.embed.weight"] = enc  # one tensor for the embedding both stacks share

@@ -683,3 +683,15 @@ def test_a_gemma3_gguf_reads_as_its_folder(tmp_path):
     for hook in folder.hook_names:
         assert two_runs_agree(got[hook], want[hook], m.info), hook
     assert float32.close(out.logits, want_out.logits, m.info)
+
+
+@pytest.mark.parametrize("name, field, value", [("gpt2", "n_embd", 32), ("t5", "d_kv", 8), ("marian", "d_model", 32),
+                                                ("roberta", "max_position_embeddings", 80)])
+def test_a_configuration_its_tensors_contradict_is_refused(tmp_path, name, field, value):
+    """Shapes compared in our layout (GPT-2's Conv1D split and transposed, Marian's (1, V) bias,
+    RoBERTa's offset rows) before any tensor is read."""
+    folder = copy_folder(name, tmp_path)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, field: value}))
+    with pytest.raises(WeightsError, match=r"has shape \(.*\), but the configuration"):
+        model.load(folder)

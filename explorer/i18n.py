@@ -1886,6 +1886,30 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Measuring induction on a repeated random sequence (once per model)…",
         "ko": "반복된 무작위 토큰 열로 유도 점수를 재는 중 (모델마다 한 번)…"},
     # --- beyond one head: patching and sampling (issue 26) ---------------------------------------
+    "lesson.12.title": {
+        "en": "Where is the answer made? Activation patching",
+        "ko": "답은 어디에서 만들어질까? 활성 패칭"},
+    "lesson.12.text": {
+        "en": "SmolLM2 completes “The capital of France is” with “ Paris”. Where inside the network is that answer made? Run a second sentence that differs in one word (“Italy”), so its answer is something else, and copy **one piece** of the first run into the second: the residual stream after one layer, at one position. If the answer comes back, that piece carries it. Doing this for every layer and position (one forward pass each, in batches) maps where the answer lives. The first line is the clean sentence, the second the corrupted one; both need the same number of tokens.",
+        "ko": "SmolLM2는 “The capital of France is” 뒤에 “ Paris”를 씁니다. 이 답은 네트워크 안 어디에서 만들어질까요? 한 단어(“Italy”)만 다른 두 번째 문장을 실행하면 답이 달라집니다. 이제 첫 번째 실행의 **한 조각**을 두 번째 실행에 복사해 넣습니다: 한 레이어를 지난 잔차 스트림의 한 위치. 답이 돌아온다면 그 조각이 답을 담고 있는 것입니다. 모든 레이어와 위치에 대해 이렇게 하면(칸마다 순전파 한 번, 묶음으로 실행) 답이 어디에 있는지 지도가 그려집니다. 첫 줄이 깨끗한 문장, 둘째 줄이 오염된 문장이며, 두 문장의 토큰 수가 같아야 합니다."},
+    "lesson.12.ask": {
+        "en": "The two sentences first differ at “{word}” (position {i}). Patching it after layer 0 gives log p(“{answer}”) = {w0} (the corrupted run alone: {corrupted}). From which layer on does patching the last position, “{end}” (position {j}), bring “{answer}” back more than patching “{word}”?",
+        "ko": "두 문장은 “{word}”(위치 {i})에서 처음 달라집니다. 0번 레이어 뒤에서 이 위치를 패칭하면 로그 확률(“{answer}”) = {w0}입니다 (오염된 실행만으로는 {corrupted}). 몇 번 레이어부터는 마지막 위치 “{end}”(위치 {j})를 패칭하는 편이 “{word}”를 패칭하는 것보다 “{answer}”를 더 잘 되살릴까요?"},
+    "lesson.12.band": {
+        "en": "layers {a}–{b}",
+        "ko": "레이어 {a}–{b}"},
+    "lesson.12.never": {
+        "en": "never: the changed word's position wins at every layer",
+        "ko": "어느 레이어에서도 아님: 바뀐 단어의 위치가 늘 이김"},
+    "lesson.12.why": {
+        "en": "From layer {layer}. At layer {before}, patching “{word}” still gives log p {w} against {e} for “{end}”; from layer {layer} on the last position wins: by then the layers have moved what “{word}” says into the last position, which is what the answer is read from (clean log p {clean}, corrupted {corrupted}; {n} patched forward passes).",
+        "ko": "{layer}번 레이어부터입니다. {before}번 레이어에서는 “{word}”를 패칭하면 로그 확률이 {w}, “{end}”는 {e}입니다. {layer}번 레이어부터는 마지막 위치가 이깁니다: 그때쯤 레이어들이 “{word}”의 정보를 답을 읽어 내는 마지막 위치로 옮겨 놓았기 때문입니다 (깨끗한 실행의 로그 확률 {clean}, 오염된 실행 {corrupted}; 패칭한 순전파 {n}번)."},
+    "lesson.12.ask_one": {
+        "en": "Patching needs two lines with the same number of tokens (a clean and a corrupted sentence); with this text there is nothing to patch. Meanwhile: which token does SmolLM2 predict after “{text}”?",
+        "ko": "패칭에는 토큰 수가 같은 두 줄(깨끗한 문장과 오염된 문장)이 필요합니다. 지금 글로는 패칭할 것이 없습니다. 대신: SmolLM2는 “{text}” 다음에 어떤 토큰을 예측할까요?"},
+    "lesson.12.why_one": {
+        "en": "“{tok}”, with probability {p}. Add a second line with one word changed and as many tokens to patch between the two.",
+        "ko": "확률 {p}로 “{tok}”입니다. 한 단어만 바꾸고 토큰 수가 같은 둘째 줄을 더하면 두 문장 사이를 패칭합니다."},
     "stage.patching.title": {
         "en": "Activation patching: where is the answer made?",
         "ko": "활성 패칭: 답은 어디에서 만들어질까?"},

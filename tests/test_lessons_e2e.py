@@ -87,3 +87,28 @@ def test_a_tampered_lesson_in_korean(server, browser):  # noqa: F811
                      exact=True).wait_for(timeout=60_000)
     no_exception(page)
     page.close()
+
+
+@pytest.mark.weights
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_where_the_answer_is_made_predicted_and_revealed(server, browser, lang):  # noqa: F811
+    """Lesson 12 (activation patching on SmolLM2): the next-token figure, then the patching map once
+    the prediction is revealed; the answer is the lesson's own run's."""
+    from model import fetch
+
+    if not fetch.is_fetched("smollm2"):
+        pytest.skip("smollm2 not fetched")
+    q = question(12, lang)
+    lesson = catalog.lesson(12)
+    drawn = sum(len(p.stages) for p in lesson.parts)
+    page = open_lesson(server, browser, 12, lang, drawn)
+    assert page.evaluate(PLOTS_JS) == drawn  # the patching map waits for the reveal
+    # enabled once the run that patches has finished (150 forward passes; longer on a busy machine)
+    page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer).click(timeout=180_000)
+    time.sleep(0.5)
+    reveal(page, lang)
+    page.get_by_text(i18n.t("lessons.right", lang, answer=q.answer_text()), exact=True).wait_for(timeout=60_000)
+    wait_for_plots(page, drawn + sum(len(p.reveal) for p in lesson.parts), timeout=120)
+    page.get_by_text(i18n.t("stage.patching.title", lang), exact=True).first.wait_for(timeout=30_000)  # heading, figure
+    no_exception(page)
+    page.close()

@@ -43,6 +43,7 @@ class Part:
     trace: bool = False
     options: dict = field(default_factory=dict)
     note: str | None = None  # a catalogue key said above the part's figures
+    patch: bool = False  # the patching stage: sentence 0 (clean) against sentence 1 (corrupted)
 
 
 @dataclass
@@ -54,6 +55,8 @@ class PartRun:
     run: RunData
     info: object
     edited: RunData | None = None
+    other: RunData | None = None  # a patching part: the run of sentence 1 alone
+    patching: object | None = None  # a patching part: model.patching.PatchResult (None: no pair to patch)
 
 
 @dataclass
@@ -284,6 +287,50 @@ def ask_gqa(pr: PartRun, lang: str) -> Question:
                            group=n // max(1, n_kv)))
 
 
+# --- "where is the answer made?" (issue 26: activation patching) --------------------------------------
+
+PATCHED_SENTENCES = 2  # the part's sentence 0 is the clean run, sentence 1 the corrupted one
+
+
+def _bands(n_layers: int) -> list[tuple[int, int]]:
+    """The layers in three bands (early, middle, late), each (first, last)."""
+    cuts = [round(n_layers * k / 3) for k in range(4)]
+    return [(cuts[k], cuts[k + 1] - 1) for k in range(3)]
+
+
+def ask_answer_made(pr: PartRun, lang: str) -> Question:
+    """Lesson 12: from which layer on does patching the last position bring the answer back more than
+    patching the changed word's position (the first position where the two sentences differ)?"""
+    res = pr.patching
+    s = _sentence(pr)
+    if res is None:  # one sentence, or two of different token counts: what it predicts instead
+        toks = pr.run.tokens[s]
+        ids = [int(i) for i in pr.run.top_ids[s, len(toks) - 1, :4]]
+        texts = {i: style.plain_text(style.visible(pr.run.top_text[i])) for i in ids}
+        order = sorted(ids, key=lambda i: texts[i])
+        text = style.plain_text("".join(toks), 60)
+        return Question("choice", i18n.t("lesson.12.ask_one", lang, text=text), [texts[i] for i in order],
+                        order.index(ids[0]), i18n.t("lesson.12.why_one", lang, tok=texts[ids[0]],
+                                                    p=f"{float(pr.run.top_probs[s, len(toks) - 1, 0]):.3f}"))
+    grid = np.asarray(res.logp, dtype=np.float64)  # (layers, positions)
+    n_layers, last = grid.shape[0], grid.shape[1] - 1
+    changed = next((i for i, (a, b) in enumerate(zip(res.clean_tokens, res.corrupted_tokens)) if a != b), last)
+    later = [li for li in range(n_layers) if grid[li, last] > grid[li, changed]] if changed != last else [0]
+    layer = later[0] if later else None
+    bands = _bands(n_layers)
+    answer = len(bands) if layer is None else next(k for k, (a, b) in enumerate(bands) if a <= layer <= b)
+    choices = [i18n.t("lesson.12.band", lang, a=a, b=b) for a, b in bands] + [i18n.t("lesson.12.never", lang)]
+    word, end = (style.plain_text(style.visible(res.clean_tokens[i])) for i in (changed, last))
+    before = max(0, (layer if layer is not None else n_layers) - 1)
+    return Question("choice", i18n.t("lesson.12.ask", lang, word=word, i=changed, end=end, j=last,
+                                     answer=style.plain_text(style.visible(res.answer)), w0=f"{grid[0, changed]:.2f}",
+                                     corrupted=f"{res.corrupted_logp:.2f}"), choices, answer,
+                    i18n.t("lesson.12.why", lang, layer="—" if layer is None else layer, word=word, end=end,
+                           before=before, w=f"{grid[before, changed]:.2f}", e=f"{grid[before, last]:.2f}",
+                           clean=f"{res.clean_logp:.2f}", corrupted=f"{res.corrupted_logp:.2f}",
+                           n=res.forwards))
+
+
 # --- the lessons --------------------------------------------------------------------------------
 
 SEED = "seed"
@@ -324,6 +371,9 @@ LESSONS: tuple[Lesson, ...] = (
             Part("smollm2", ("rope_distance",), reveal=("gqa", "softmax"), block="decoder.self_attn", layer=0,
                  head=GQA_QUERY_HEAD, note="lesson.11.smollm2")),
            ask_gqa, asks=1),
+    Lesson(12, "lesson.12.title", "lesson.12.text", ("The capital of France is", "The capital of Italy is"),
+           (Part("smollm2", ("next_token",), reveal=("patching",), block="decoder.self_attn", patch=True),),
+           ask_answer_made),
 )
 
 
@@ -513,7 +563,16 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
         run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))
     run = attach_analyses(part, run, lambda s: lens_data(m, run, s), lambda: induction_scores(m))
     edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
-    return PartRun(part, run, m.info, edited)
+    pr = PartRun(part, run, m.info, edited)
+    if part.patch and len(texts) >= PATCHED_SENTENCES:
+        from model import patching
+
+        pr.other = run_data(m, texts[1:2], with_weights=False)
+        try:
+            pr.patching = patching.patch_positions(m, texts[0], texts[1])
+        except patching.PatchingError:
+            pass  # not as many tokens: the figure and the question say so
+    return pr
 
 
 def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
@@ -527,4 +586,6 @@ def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
         opts["attached"] = ("lens", pr.run.lens.text)
     if stage_id == "head_roles" and pr.run.induction is not None:
         opts["attached"] = ("induction", pr.part.model)
+    if stage_id == "patching" and pr.other is not None:
+        opts.update(other=pr.other, patching=pr.patching)
     return opts

@@ -151,7 +151,32 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
         run = catalog.attach_analyses(part, run, lambda s: state.lens(part.model, texts, run, s),
                                       lambda: state.induction(part.model))
         edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
-    return PartRun(part, run, m.info, edited)
+    pr = PartRun(part, run, m.info, edited)
+    if part.patch and len(texts) >= catalog.PATCHED_SENTENCES:
+        patch_part(pr, texts, m)
+    return pr
+
+
+def patch_part(pr: PartRun, texts: list[str], m) -> None:
+    """A patching part: sentence 1's run and the experiment, sentence 0 against it (cached:
+    state.patching), with a progress bar; none when the two have different token counts (the figure and
+    the question say so) or past a hosted server's bound (a message says so)."""
+    from model import patching as mp
+
+    pr.other = state.run(pr.part.model, texts[1:2], [len(m.tokenizer.encode(texts[1:2])[0].ids)], m.info)
+    bar = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=t("patching.progress", done=done, total=total))
+
+    try:
+        pr.patching = state.patching(pr.part.model, texts[0], texts[1], "positions",
+                                     stages.patching_stack(m.info, pr.part.block), progress=progress)
+    except mp.PatchingTooLarge as e:
+        st.warning(t("patching.too_large", n=e.needed, bound=e.bound), icon="⚠️")
+    except mp.PatchingError:
+        pass
+    bar.empty()
 
 
 def draw_part(pr: PartRun, n: int, i: int, texts: list[str], ids: tuple[str, ...]) -> None:

@@ -111,9 +111,14 @@ def remember_shown(fig, df, meta: dict) -> None:
     if sel is None:
         return
     em = _meta(meta)
-    shown = st.session_state.setdefault(SHOWN_KEY, {})
-    shown[em.stage] = (_ident(sel, meta.get("lang", "en"), em.model, em.text), fig, df,
-                       {"edits": em.edits, "compare": em.compare})
+    ident = _ident(sel, meta.get("lang", "en"), em.model, em.text)
+    shown = st.session_state.get(SHOWN_KEY, {})
+    # only the current selection's figures: "Export all" uses no other (``_items``), and keeping the
+    # figure of every stage and selection a visitor ever saw kept them all alive for the session
+    # (the soak's memory growth, `python -m bench --only soak`)
+    shown = {k: v for k, v in shown.items() if v[0] == ident}
+    shown[em.stage] = (ident, fig, df, {"edits": em.edits, "compare": em.compare})
+    st.session_state[SHOWN_KEY] = shown
 
 
 def figure_downloads(fig, df, meta: dict, key: str):

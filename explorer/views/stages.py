@@ -1401,7 +1401,7 @@ def _value_norms_fill(c: _Ctx) -> dict:
             "ratio": f"{float(ratio):.2f}"}
 
 
-@stage("value_norms", section="beyond", click="cell", fill=_value_norms_fill, variants=("bias", "no_bias"),
+@stage("value_norms", section="beyond", fill=_value_norms_fill, variants=("bias", "no_bias"),
        variant=lambda c: "bias" if c.info.get("out_bias", True) else "no_bias",
        formula=r"\lVert \alpha_{ij}\, v_j W_O^{(h)} \rVert = \alpha_{ij}\, \lVert v_j W_O^{(h)} \rVert,\qquad "
                r"z_i W_O^{(h)} = \sum_j \alpha_{ij}\, v_j W_O^{(h)}",
@@ -1493,7 +1493,7 @@ def _roles_variant(c: _Ctx) -> str:
     return "measured" if _induction_of(c) is not None else "no_induction"
 
 
-@stage("head_roles", section="beyond", per_head=False, click="head", controls="roles",
+@stage("head_roles", section="beyond", per_head=False, controls="roles",
        blocks=("encoder.self_attn", "decoder.self_attn"), fill=_roles_fill,
        variants=("measured", "no_induction", "seed_decoder"), variant=_roles_variant,
        formula=lambda c: (r"\begin{gathered}\mathrm{prev}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q-1},\quad \mathrm{first}_h = "

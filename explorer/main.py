@@ -917,10 +917,15 @@ def roles_controls(page: Page) -> dict:
         st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
     from explorer.views.analysis import ROLE_NAME, ROLES
 
+    if not st.session_state.get("_role_url_read"):  # the URL's `role` once, as the page's other values
+        st.session_state["_role_url_read"] = True
+        if st.query_params.get("role") in ROLES:
+            st.session_state["role"] = st.query_params.get("role")
     if keep("role", "induction") not in ROLES:
         st.session_state["role"] = "induction"
     st.selectbox(t("roles.choose"), list(ROLES), key="role",
                  format_func=lambda r, lg=lang(): i18n.fig_labels(lg)[ROLE_NAME[r]])
+    sync_url({"role": st.session_state["role"]})
     return {"head_roles": {"role": st.session_state["role"], "attached": attached}}
 
 

@@ -539,3 +539,17 @@ def test_the_lessons_on_the_analyses_ask_what_the_run_says(smollm2):
     assert lesson_expected(lens.number, list(lens.texts), lambda name: smollm2) == ("index", 2)
     assert lesson_expected(roles.number, list(roles.texts), lambda name: smollm2) == ("label", "L18 H6")
     assert lesson_expected(sinks.number, list(sinks.texts), lambda name: smollm2) == ("index", 0)
+
+
+def test_the_role_is_kept_in_the_url():
+    from helpers import app, ok
+
+    at = app(stage="head_roles", role="self")
+    ok(at)
+    assert at.session_state["role"] == "self"
+    at.selectbox(key="role").set_value("previous_token").run()
+    ok(at)
+    assert at.query_params["role"] in ("previous_token", ["previous_token"])
+    at = app(stage="head_roles", role="<b>x</b>")  # not a role: the default
+    ok(at)
+    assert at.session_state["role"] == "induction"

@@ -305,3 +305,19 @@ def test_the_app_refuses_past_the_hosted_bound(monkeypatch):
     msgs = [w.value for w in at.warning]
     assert any("needs 24 forward passes" in w and "at most 5" in w for w in msgs), msgs
     assert not [b for b in at.button if b.key == "patch_go"]
+
+
+def test_the_exporter_computes_patching_for_compare(tmp_path):
+    from helpers import run_cli
+
+    out = tmp_path / "csv"
+    r = run_cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", SEED_PAIR[1], "--stages", "patching",
+                "--format", "csv", "--lang", "ko", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (csv_path,) = out.glob("*.csv")
+    lines = csv_path.read_text("utf-8-sig").splitlines()
+    assert lines[0].split(",")[-3:] == ["레이어", "위치", "로그확률"]  # after the row index
+    assert len(lines) == 1 + model.load("seed").info.n_layers * 12
+    r = run_cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", "hi", "--stages", "patching",
+                "--format", "csv", "--out", str(tmp_path / "none"), "--quiet")
+    assert r.returncode == 0 and not list((tmp_path / "none").glob("*.csv"))  # no table: the figure says why

@@ -171,7 +171,7 @@ def test_the_model_runs_once_per_sentence_and_edits(monkeypatch):
 def test_two_sentences_from_a_link_and_the_url_follows_the_second_sentence():
     at = app(view="compare", compare="hello word", text="hello world", lang="ko")
     ok(at)
-    (spec,) = charts(at)
+    spec, _patching = charts(at)  # the two sentences' head, then activation patching (tests/test_patching.py)
     assert spec["layout"]["title"]["text"] == i18n.t("stage.compare_pattern.title", "ko")
     assert "hello word" in subtitle(spec)
     at.text_input(key="compare").input("hello, world").run()
@@ -188,7 +188,8 @@ def test_two_sentences_from_a_link_and_the_url_follows_the_second_sentence():
     ok(at)
     assert qp(at, "compare") == "hello word" and at.text_input(key="compare").value == "hello word"
     at.text_input(key="compare").input("").run()
-    assert qp(at, "compare") is None and notices(at) == [i18n.t("compare.choose", "ko")]
+    assert qp(at, "compare") is None
+    assert notices(at) == [i18n.t("compare.choose", "ko"), i18n.t("patching.choose", "ko")]
 
 
 def test_the_everything_page_leaves_out_what_if_and_two_sentences():

@@ -1699,31 +1699,33 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "가중치는 영향력이 아니다: 밸류로 잰 어텐션"},
     "stage.value_norms.explain.bias": {
         "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
-              "its value vector after the output projection. The right panel shows the length of each term, "
-              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
+              "its value vector after the output projection. The middle panel shows the length of each term, "
+              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left; the bars on the right, "
+              "‖v_j W_O[h]‖, how much each key would move with all the weight. In this head the "
               "queries after the first put {w0}% of their weight on the first token, whose value vector after "
               "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
               "head moves. Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}); the output bias b_O belongs to all heads together and is left out.",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
-              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
-              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
+              "밸류 벡터입니다. 가운데 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를 왼쪽의 가중치 "
+              "α_ij 옆에 보여 주고, 오른쪽 막대는 각 키가 가중치를 모두 받으면 옮길 길이 ‖v_j W_O[h]‖입니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
               "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})이며, 출력 "
               "바이어스 b_O는 모든 헤드에 함께 속하므로 뺐습니다."},
     "stage.value_norms.explain.no_bias": {
         "en": "What this head adds to position i is Σ_j α_ij · v_j W_O[h]: each key's term is its weight times "
-              "its value vector after the output projection. The right panel shows the length of each term, "
-              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left. In this head the "
+              "its value vector after the output projection. The middle panel shows the length of each term, "
+              "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left; the bars on the right, "
+              "‖v_j W_O[h]‖, how much each key would move with all the weight. In this head the "
               "queries after the first put {w0}% of their weight on the first token, whose value vector after "
               "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
               "head moves. Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}).",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
-              "밸류 벡터입니다. 오른쪽 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를, 왼쪽의 가중치 "
-              "α_ij 옆에 보여 줍니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
+              "밸류 벡터입니다. 가운데 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를 왼쪽의 가중치 "
+              "α_ij 옆에 보여 주고, 오른쪽 막대는 각 키가 가중치를 모두 받으면 옮길 길이 ‖v_j W_O[h]‖입니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
               "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})입니다."},
     "stage.qk_map.title": {
@@ -1877,8 +1879,8 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.sinks.bin2": {"en": "about as long (0.75× to 1.5×)", "ko": "비슷하다 (0.75배에서 1.5배)"},
     "lesson.sinks.bin3": {"en": "more than 1.5× as long", "ko": "1.5배보다 길다"},
     "lesson.sinks.why": {
-        "en": "{r}× as long ({first} against {others} on average). So layer {l}, head {h} gives the first token {w}% of its weight but moves little with it: the first token's terms make up {share}% of the length the head moves, each of them short. The value norms (right panel) show it cell by cell: weight is where a head looks, the norm is what it moves.",
-        "ko": "{r}배입니다 (평균 {others}에 비해 {first}). 그러니 레이어 {l}, 헤드 {h}은(는) 첫 토큰에 가중치의 {w}%를 주지만 그것으로 옮기는 것은 적습니다: 헤드가 옮기는 길이 가운데 첫 토큰의 항이 {share}%를 차지하지만 각 항이 짧습니다. 밸류 노름(오른쪽 패널)이 칸마다 보여 줍니다: 가중치는 헤드가 보는 곳이고, 노름은 헤드가 옮기는 것입니다."},
+        "en": "{r}× as long ({first} against {others} on average). So layer {l}, head {h} gives the first token {w}% of its weight but moves little with it: the first token's terms make up {share}% of the length the head moves, each of them short. The value norms show it cell by cell (middle panel) and key by key (the bars: ‖v_j W_O‖): weight is where a head looks, the norm is what it moves.",
+        "ko": "{r}배입니다 (평균 {others}에 비해 {first}). 그러니 레이어 {l}, 헤드 {h}은(는) 첫 토큰에 가중치의 {w}%를 주지만 그것으로 옮기는 것은 적습니다: 헤드가 옮기는 길이 가운데 첫 토큰의 항이 {share}%를 차지하지만 각 항이 짧습니다. 밸류 노름이 칸마다(가운데 패널), 키마다(막대: ‖v_j W_O‖) 보여 줍니다: 가중치는 헤드가 보는 곳이고, 노름은 헤드가 옮기는 것입니다."},
     "lens.running": {
         "en": "Reading every layer through the output matrix…",
         "ko": "모든 레이어를 출력 행렬로 읽는 중…"},

@@ -113,13 +113,16 @@ def value_norms(pattern: np.ndarray, v: np.ndarray, w_o: np.ndarray) -> np.ndarr
 
 
 def value_norms_figure(weight: np.ndarray, norms: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str],
-                       *, blocked: np.ndarray | None = None, title: str = "value norms",
-                       labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
-    """The weights α beside ‖α v W_O‖ (each on its own scale: the right panel is what the head
-    moves); the table: query, key, weight, norm."""
+                       *, blocked: np.ndarray | None = None, lengths: np.ndarray | None = None,
+                       title: str = "value norms", labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
+    """The weights α beside ‖α v W_O‖ (each on its own scale: the middle panel is what the head
+    moves) and, given ``lengths``, ‖v_j W_O‖ of each key as bars (how much a key could move with all
+    the weight); the table: query, key, weight, norm."""
     L = _lab(labels)
     n_q, n_k = weight.shape
-    g = Grid(cols=2, titles=[style.esc("α"), style.esc("‖α·v·W_O‖")], hspace=0.12)
+    bars = lengths is not None
+    g = Grid(cols=3 if bars else 2, titles=[style.esc("α"), style.esc("‖α·v·W_O‖")] + ([style.esc("‖v·W_O‖")] if bars else []),
+             hspace=0.1, col_widths=[1, 1, 0.8] if bars else None)
     traces = heatmap(weight, rows=q_tokens, cols=k_tokens, row_name=L["query"], col_name=L["key"],
                      value_name=L["weight"], blocked=blocked, blocked_text=L["masked"], name=L["weight"],
                      coloraxis="coloraxis", xaxis=g.x(0, 0), yaxis=g.y(0, 0))
@@ -130,10 +133,21 @@ def value_norms_figure(weight: np.ndarray, norms: np.ndarray, q_tokens: Sequence
         x, y = token_axes(rows=q_tokens, cols=k_tokens, n_rows=n_q, n_cols=n_k,
                           row_title=L["query"] if c == 0 else "", col_title=L["key"])
         g.axes(0, c, x=x, y=y)
+    if bars:
+        traces.append(style.trace("bar", x=np.arange(n_k), y=np.asarray(lengths, dtype=np.float32),
+                                  marker=dict(color=style.OKABE_ITO[0]), name=style.esc(L["col_norm"]),
+                                  customdata=style.strings(style.token_labels(k_tokens)), showlegend=False,
+                                  hovertemplate=(f"{style.esc(L['key'])} %{{x}} <b>%{{customdata}}</b><br>"
+                                                 "‖v·W_O‖ = %{y:.3f}<extra></extra>"),
+                                  xaxis=g.x(0, 2), yaxis=g.y(0, 2)))
+        x, _ = token_axes(rows=None, cols=k_tokens, n_rows=1, n_cols=n_k, col_title=L["key"])
+        g.axes(0, 2, x=x, y=dict(rangemode="tozero", showgrid=True, gridcolor="#eeeeee", zeroline=False))
     a1 = style.weights_axis(L["weight"])
-    a1["colorbar"] = {**a1["colorbar"], "x": 0.44, "len": 0.9}
+    a1["colorbar"] = {**a1["colorbar"], "x": g.x_domains[0][1] + 0.005, "len": 0.9}
     finite = np.where(np.isfinite(norms), norms, 0.0)
     a2 = style.weights_axis(L["col_norm"], cmax=float(max(finite.max(initial=0.0), 1e-9)))
+    if bars:
+        a2["colorbar"] = {**a2["colorbar"], "x": g.x_domains[1][1] + 0.005, "len": 0.9}
     fig = g.figure(traces, title=title, height=int(min(900, max(380, 110 + 26 * n_q))), coloraxis=a1,
                    coloraxis2=a2)
     return fig, _pairs_df(L, {L["weight"]: weight, L["col_norm"]: norms})

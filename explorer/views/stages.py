@@ -1383,18 +1383,16 @@ def _value_norms_data(c: _Ctx):
     hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
     pattern = c.t("hook_pattern")[: c.n_q, : c.n_k]
     v = c.t("hook_v")[: c.n_k]  # this query head's values (repeated per query head under GQA)
-    return pattern, an.value_norms(pattern, v, hw["W_O"]), hw["kv_head"]
+    return pattern, an.value_norms(pattern, v, hw["W_O"]), hw["kv_head"], an.value_norms(np.ones((1, len(v))), v, hw["W_O"])[0]
 
 
 def _value_norms_fill(c: _Ctx) -> dict:
     made = _value_norms_data(c)
     if made is None:
         return {"w0": "—", "n0": "—", "kv": c.sel.head, "ratio": "—"}
-    pattern, norms, kv = made
+    pattern, norms, kv, lengths = made
     rows = slice(1, None) if pattern.shape[0] > 1 else slice(None)
     total = float(norms[rows].sum())
-    hw = head_weights(c.weights, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
-    lengths = np.linalg.norm(c.t("hook_v")[: c.n_k].astype(np.float64) @ hw["W_O"].astype(np.float64), axis=-1)
     ratio = lengths[0] / lengths[1:].mean() if len(lengths) > 1 and lengths[1:].mean() > 0 else 1.0
     return {"w0": f"{100 * float(pattern[rows, 0].mean()):.0f}",
             "n0": f"{100 * float(norms[rows, 0].sum()) / total:.0f}" if total > 0 else "0", "kv": kv,
@@ -1411,11 +1409,11 @@ def _value_norms(c: _Ctx, title: str, opts: dict):
     made = _value_norms_data(c)
     if made is None:
         return _notice(c.words("no_weights_here"), title), None
-    pattern, norms, _ = made
+    pattern, norms, _, lengths = made
     blocked = ~c.t("hook_mask")[: c.n_q, : c.n_k]
     return an.value_norms_figure(np.where(blocked, np.nan, pattern), np.where(blocked, np.nan, norms),
-                                 c.q_tokens[: c.n_q], c.k_tokens[: c.n_k], blocked=blocked, title=title,
-                                 labels=c.L)
+                                 c.q_tokens[: c.n_q], c.k_tokens[: c.n_k], blocked=blocked, lengths=lengths,
+                                 title=title, labels=c.L)
 
 
 QK_LINES = 40  # the strongest query→key pairs drawn

@@ -1627,6 +1627,18 @@ WORDS: dict[str, dict[str, str]] = {
               "모델이 실제로 쓴 것이며, 위치 t는 t + 1의 토큰을 예측합니다. 마지막 위치({last})에서는 레이어 "
               "{settled}부터 1위 토큰이 “{word}”입니다. 앞쪽 레이어는 이렇게 읽히도록 학습된 적이 없으므로 대략적인 "
               "모습일 뿐, 그 레이어가 “뜻하는” 바는 아닙니다."},
+    "stage.logit_lens.explain.pending": {
+        "en": "What would the model predict if it stopped after layer ℓ? The logit lens reads the residual stream "
+              "after each of the {n} layers through the model's own readout (its final norm, if it has one, then "
+              "the output matrix), exactly as the model reads its last layer, and shows the most likely next "
+              "token and its probability at every position. It is computed when this stage is opened: every "
+              "layer through the whole vocabulary, about as costly as a forward pass. The earlier layers were "
+              "never trained to be read this way, so their rows are a rough view, not what those layers “mean”.",
+        "ko": "모델이 레이어 ℓ 다음에서 멈춘다면 무엇을 예측할까요? 로짓 렌즈는 {n}개 레이어 각각의 뒤에서 잔차 스트림을 "
+              "모델 자신의 출력 단계(마지막 정규화가 있으면 그것, 그다음 출력 행렬)로 읽어, 모델이 마지막 레이어를 읽는 "
+              "방식과 똑같이 위치마다 가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 이 단계를 열 때 계산하며, "
+              "모든 레이어를 어휘 전체에 대해 읽으므로 순전파 한 번만큼 비용이 듭니다. 앞쪽 레이어는 이렇게 읽히도록 "
+              "학습된 적이 없으므로, 그 행들은 대략적인 모습일 뿐 그 레이어가 “뜻하는” 바는 아닙니다."},
     "lens.not_made": {
         "en": "The logit lens of this sentence is not computed yet: it reads every layer through the output "
               "matrix, about as costly as a forward pass. Open this stage on the page once (the app then keeps "

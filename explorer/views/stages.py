@@ -1279,6 +1279,7 @@ def _pe_tutorial(c: _Ctx, title: str, opts: dict):
 from . import analysis as an  # noqa: E402  (this section's figures)
 from .data import INDUCTION_TOKENS  # noqa: E402
 
+
 def _has_readout(info: dict) -> bool:
     return info.get("kind") in ("decoder", "encoder-decoder")
 
@@ -1321,8 +1322,8 @@ def _lens_fill(c: _Ctx) -> dict:
 
 
 @stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens",
-       formula=_lens_formula, fill=_lens_fill, variants=("decoder", "seed"),
-       variant=lambda c: "seed" if c.run.kind == "encoder-decoder" else "decoder",
+       formula=_lens_formula, fill=_lens_fill, variants=("decoder", "seed", "pending"),
+       variant=lambda c: "pending" if _lens(c) is None else "seed" if c.run.kind == "encoder-decoder" else "decoder",
        shape=lambda c: [("h", "",
                          (("layers", _lens_layers(c)), ("positions", len(stack_tokens(c.run, "decoder", c.sel.sentence))),
                           ("d_model", int(c.info["d_model"])))),
@@ -1336,10 +1337,6 @@ def _logit_lens(c: _Ctx, title: str, opts: dict):
         return _notice(c.words("lens.not_made"), title), None
     toks = stack_tokens(c.run, lens.stack, c.sel.sentence)
     return an.lens_figure(lens.ids, lens.probs, lens.token_text, toks, title=title, labels=c.L)
-
-
-def _self_blocks(info: dict) -> tuple[str, ...]:
-    return ("encoder.self_attn", "decoder.self_attn")
 
 
 def _stack_patterns(c: _Ctx) -> tuple[np.ndarray, int]:

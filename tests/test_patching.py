@@ -299,6 +299,9 @@ def test_the_app_runs_patching_from_its_button_and_caches_it(monkeypatch):
     at.button(key="patch_go").click().run()
     ok(at, strict=True)
     assert calls[-1] == ("hello world", "hello worle", "heads")
+    assert at.query_params.get("patch") in ("heads", ["heads"])  # the URL follows the choice
+    again = app(view="compare", text="hello world", compare="hello worle", patch="heads")
+    assert again.session_state["patch_kind"] == "heads"
 
 
 @pytest.mark.timeout(600)

@@ -10,14 +10,26 @@ existing hook points; ``HookedModel.run`` / ``run_with_cache`` activate them for
 in the run's own context (a ``contextvars`` variable), so other sessions never see them.
 
     edit                      hook point          what it does
-    no_scale, scale=X         hook_scores         scores · X·√d_k   (X replaces 1/√d_k; no_scale: X = 1)
-    temperature=T             hook_scores         scores / T        (softmax(masked / T))
-    no_padding                hook_mask           pad keys allowed (the causal rule still holds)
-    no_causal                 hook_mask           later keys allowed (padding still hides pad keys)
+    no_scale, scale=X         hook_scores         scores · X / s    (X replaces the model's scale s: 1/√d_k,
+                                                  or info.attn_scale (T5: 1, Gemma); no_scale: X = 1)
+    temperature=T             hook_scores         scores / T        (softmax(masked / T)); a model that
+                              hook_masked_scores  adds to or caps the scores after hook_scores (T5's position
+                                                  bias, a softcap) divides the masked scores instead
+    no_padding                hook_mask           pad keys allowed (the causal rule and the window still hold)
+    no_causal                 hook_mask           later keys allowed (padding and the window still hide keys)
+    window=N                  hook_mask           a query sees itself and the N − 1 keys before it, on the
+                                                  sliding-window layers (a decoder without one: every
+                                                  decoder self-attention layer)
     ablate=B:L:H              hook_z              that head's z = 0 (H = * for every head of the layer)
     ablate_mean=B:L:H         hook_z              that head's z = its mean over the sentence's real positions
     no_position               hook_pos_embed      zeros (sinusoidal, learned)
-                              hook_q, hook_k      rotary: the rotation undone (rotary models)
+                              hook_q, hook_k      rotary: the rotation undone (each layer's own base,
+                                                  the rotated dimensions only)
+                              hook_position_bias  zeros (T5's relative bias)
+
+The mask of a self-attention block is padding ∧ causal (decoders) ∧ the sliding window (the layers
+in ``info.window_layers``): the mask edits rebuild it from those rules, changing one of them, after
+checking that the model's mask is exactly their conjunction (a mask with another part raises).
 
 B is one of ``encoder.self_attn``, ``decoder.self_attn``, ``decoder.cross_attn``; L and H count
 from 0 and are checked against the model when the edits are applied.
@@ -36,14 +48,16 @@ from typing import Union
 import torch
 
 from .hooks import HookFn
+from .parts import Rotary
 from .positional import apply_rotary, rotary_tables
 
 BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 MIN_VALUE, MAX_VALUE = 1e-3, 1e3  # bounds of scale and temperature
 MAX_CHARS = 2000  # of the string form
 MAX_EDITS = 64
-FORMS = ("no_scale", "scale=X", "temperature=T", "no_causal", "no_padding",
+FORMS = ("no_scale", "scale=X", "temperature=T", "no_causal", "no_padding", "window=N",
          "ablate=BLOCK:LAYER:HEAD", "ablate_mean=BLOCK:LAYER:HEAD", "no_position")
+MAX_WINDOW = 1_000_000  # of window=N
 
 
 class EditError(ValueError):
@@ -133,6 +147,25 @@ class NoCausal:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A sliding window of ``size`` keys (the query itself and the size − 1 before it) on the
+    decoder's sliding-window layers, or on every decoder self-attention layer of a model without."""
+
+    size: int
+
+    def __post_init__(self) -> None:
+        v = self.size
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_WINDOW:
+            raise EditError(f"window needs a whole number of keys from 1 to {MAX_WINDOW}, not {v!r}")
+
+    def __str__(self) -> str:
+        return f"window={self.size}"
+
+    def key(self) -> tuple:
+        return (4, 1, self.size)
+
+
+@dataclass(frozen=True)
 class Ablate:
     """One head's output z (pattern · V) set to zero, or with ``mean``, to its mean over the
     sentence's real positions; ``head=None`` means every head of the layer."""
@@ -169,8 +202,8 @@ class Ablate:
         return list(range(n_heads)) if self.head is None else [self.head]
 
 
-Edit = Union[NoPosition, Scale, Temperature, NoPadding, NoCausal, Ablate]
-EDIT_TYPES = (NoPosition, Scale, Temperature, NoPadding, NoCausal, Ablate)
+Edit = Union[NoPosition, Scale, Temperature, NoPadding, NoCausal, Window, Ablate]
+EDIT_TYPES = (NoPosition, Scale, Temperature, NoPadding, NoCausal, Window, Ablate)
 
 
 def _canonical(items: Iterable) -> tuple:
@@ -179,7 +212,7 @@ def _canonical(items: Iterable) -> tuple:
         if not isinstance(e, EDIT_TYPES):
             raise TypeError(f"not an edit: {e!r} (use model.edits.parse for the string form)")
     unique = sorted(set(items), key=lambda e: e.key())
-    for kind in (Scale, Temperature):
+    for kind in (Scale, Temperature, Window):
         same = [e for e in unique if isinstance(e, kind)]
         if len(same) > 1:
             raise EditError(f"{', '.join(map(str, same))}: give one {kind.__name__.lower()} only")
@@ -243,7 +276,7 @@ class Edits:
 _NUMBER = re.compile(r"\+?(\d{1,12}(\.\d{0,12})?|\.\d{1,12})([eE][+-]?\d{1,3})?")
 _INDEX = re.compile(r"\d{1,6}")
 _FLAGS = {"no_position": NoPosition, "no_scale": Scale, "no_padding": NoPadding, "no_causal": NoCausal}
-_KINDS = ("no_position", "no_scale", "scale", "temperature", "no_padding", "no_causal", "ablate",
+_KINDS = ("no_position", "no_scale", "scale", "temperature", "no_padding", "no_causal", "window", "ablate",
           "ablate_mean")
 
 
@@ -270,6 +303,10 @@ def _parse_one(part: str) -> Edit:
             raise EditError(f"{name}={_short(arg)[1:-1]}: not a number; give a decimal number from "
                             f"{_num(MIN_VALUE)} to {_num(MAX_VALUE)}, e.g. {name}=2")
         return (Scale if name == "scale" else Temperature)(float(arg))
+    if name == "window":
+        if not _INDEX.fullmatch(arg) or int(arg) < 1:
+            raise EditError(f"window={_short(arg)[1:-1]}: give a whole number of keys from 1, e.g. window=3")
+        return Window(int(arg))
     pieces = [p.strip().lower() for p in arg.split(":")]
     if len(pieces) != 3:
         raise EditError(f"{name}={_short(arg)[1:-1]}: give BLOCK:LAYER:HEAD, e.g. "
@@ -344,10 +381,14 @@ def check(model, edits) -> Edits:
             raise EditError(f"{e}: head {e.head} is out of range; {info.name} has heads "
                             f"0–{info.n_heads - 1} (or * for all)")
     if edits.of_kind(NoPosition):
-        has_table = any(n.endswith(".hook_pos_embed") for n in model.hook_names)
+        has_table = any(n.endswith((".hook_pos_embed", ".hook_position_bias")) for n in model.hook_names)
         if not has_table and (info.positional != "rotary" or not info.positional_base):
             raise EditError(f"no_position: {info.name} has neither a positional encoding hook nor "
                             f"rotary positions with a known base")
+    for e in edits.of_kind(Window):
+        if not _layers(model.hook_names, "decoder.self_attn"):
+            raise EditError(f"{e}: {info.name} ({info.kind}) has no decoder self-attention, whose keys a "
+                            f"window could limit; a window is for decoders")
     return edits
 
 
@@ -360,6 +401,31 @@ def _causal_rule(tq: int, tk: int, device) -> torch.Tensor:
     """(Tq, Tk) True where key j is not after query i; the queries are the last Tq positions."""
     i = torch.arange(tq, device=device)[:, None] + (tk - tq)
     return torch.arange(tk, device=device)[None, :] <= i
+
+
+def window_rule(tq: int, tk: int, size: int, device=None) -> torch.Tensor:
+    """(Tq, Tk) True where key j is one of the ``size`` last keys up to query i (j > i − size;
+    later keys are the causal rule's business); the queries are the last Tq positions."""
+    i = torch.arange(tq, device=device)[:, None] + (tk - tq)
+    return torch.arange(tk, device=device)[None, :] > i - size
+
+
+def _layer_of(name: str) -> int:
+    return int(name.split(".")[2])  # "decoder.blocks.3.self_attn.hook_mask" -> 3
+
+
+def model_window(info, attn: str) -> int:
+    """The sliding window (keys) of one attention block ("decoder.blocks.3.self_attn"), 0: none."""
+    windowed = info.kind == "decoder" and info.sliding_window and attn.endswith(".self_attn")
+    return int(info.sliding_window) if windowed and _layer_of(attn) in info.window_layers else 0
+
+
+def window_layers(info, n_layers: int) -> list[int]:
+    """The decoder self-attention layers a ``window=N`` edit changes: the model's sliding-window
+    layers, or every layer of a decoder that has no window."""
+    if info.kind == "decoder" and info.sliding_window and info.window_layers:
+        return sorted(info.window_layers)
+    return list(range(n_layers))
 
 
 def hook_fns(model, edits) -> dict[str, HookFn]:
@@ -375,20 +441,29 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
     real_of_block: dict[str, torch.Tensor] = {}  # "decoder.blocks.0" -> (B, T) real positions
 
     scale, temp = edits.of_kind(Scale), edits.of_kind(Temperature)
-    if scale or temp:
-        factor = scale[0].value * math.sqrt(info.d_head) if scale else None
-        t = temp[0].value if temp else None
+    if scale:
+        factor = scale[0].value / (info.attn_scale or 1.0 / math.sqrt(info.d_head))
 
-        def scores_fn(s: torch.Tensor, name: str) -> torch.Tensor:
-            if factor is not None:
-                s = s * factor  # the scores already carry 1/√d_k
-            if t is not None:
-                s = s / t
-            return s
+        def scale_fn(s: torch.Tensor, name: str) -> torch.Tensor:
+            return s * factor  # the scores already carry the model's own scale
 
-        fns.update({n: scores_fn for n in names if n.endswith(".hook_scores")})
+        fns.update({n: scale_fn for n in names if n.endswith(".hook_scores")})
+    if temp:
+        t = temp[0].value
+        # after hook_scores a model may still add (T5's position bias) or cap (softcap): then the
+        # masked scores are divided, so that the softmax reads masked / T exactly
+        later = any(n.endswith((".hook_position_bias", ".hook_capped_scores")) for n in names)
+        at = ".hook_masked_scores" if later else ".hook_scores"
+        for n in names:
+            if n.endswith(at):
+                fns[n] = (lambda s, name, f=fns.get(n): (s if f is None else f(s, name)) / t)
 
     no_pad, no_causal = bool(edits.of_kind(NoPadding)), bool(edits.of_kind(NoCausal))
+    window = edits.of_kind(Window)
+    new_window = {}  # "decoder.blocks.3.self_attn" -> the window the edit gives it
+    if window:
+        n_dec = len(_layers(names, "decoder.self_attn"))
+        new_window = {f"decoder.blocks.{i}.self_attn": window[0].size for i in window_layers(info, n_dec)}
     mean_blocks = {f"{e.block.split('.')[0]}.blocks.{e.layer}" for e in edits.of_kind(Ablate) if e.mean}
 
     def mask_fn(mask: torch.Tensor, name: str) -> torch.Tensor | None:
@@ -396,22 +471,27 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
         real = mask.any(-2)  # (B, 1, Tk): a key that no query may see is a pad key
         if attn.endswith(".self_attn"):
             real_of_block[attn.removesuffix(".self_attn")] = real[:, 0]
-        if not (no_pad or no_causal):
+        if not (no_pad or no_causal or attn in new_window):
             return None
         tq, tk = mask.shape[-2:]
-        rule = _causal_rule(tq, tk, mask.device) if _is_causal(attn) \
-            else torch.ones(tq, tk, dtype=torch.bool, device=mask.device)
-        if not torch.equal(mask, real[..., None, :] & rule):
-            raise RuntimeError(f"{name}: the mask is not padding ∧ causal, so no_padding/no_causal "
-                               f"cannot tell its parts apart")
+        everything = torch.ones(tq, tk, dtype=torch.bool, device=mask.device)
+        rule = _causal_rule(tq, tk, mask.device) if _is_causal(attn) else everything
+        had = model_window(info, attn)
+        near = window_rule(tq, tk, had, mask.device) if had else everything  # (Tq, Tk)
+        if not torch.equal(mask, real[..., None, :] & rule & near):
+            parts = "padding ∧ causal" + (f" ∧ a window of {had}" if had else "")
+            raise RuntimeError(f"{name}: the mask is not {parts}, so the mask edits cannot tell its "
+                               f"parts apart")
         keys = torch.ones_like(real) if no_pad else real  # (B, 1, Tk)
-        order = torch.ones_like(rule) if no_causal else rule  # (Tq, Tk)
-        return keys[..., None, :] & order  # (B, 1, Tq, Tk)
+        order = everything if no_causal else rule  # (Tq, Tk)
+        if attn in new_window:
+            near = window_rule(tq, tk, new_window[attn], mask.device)
+        return keys[..., None, :] & order & near  # (B, 1, Tq, Tk)
 
-    if no_pad or no_causal or mean_blocks:
+    if no_pad or no_causal or mean_blocks or new_window:
         for n in names:
             attn = n.removesuffix(".hook_mask")
-            if n.endswith(".hook_mask") and (no_pad or no_causal
+            if n.endswith(".hook_mask") and (no_pad or no_causal or attn in new_window
                                               or attn.removesuffix(".self_attn") in mean_blocks):
                 fns[n] = mask_fn
 
@@ -438,10 +518,38 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
     fns.update({n: z_fn for n in {**zero, **mean}})
 
     if edits.of_kind(NoPosition):
-        fns.update({n: lambda x, n: torch.zeros_like(x) for n in names if n.endswith(".hook_pos_embed")})
+        fns.update({n: lambda x, n: torch.zeros_like(x) for n in names
+                    if n.endswith((".hook_pos_embed", ".hook_position_bias"))})
         if info.positional == "rotary":
-            fns.update(_unrotate_fns(names, info.d_head, float(info.positional_base)))
+            family = getattr(model, "family", None)
+            if family is not None and getattr(family, "positions", None) == "rotary":
+                fns.update(_unrotate_family_fns(names, family))
+            else:
+                fns.update(_unrotate_fns(names, info.d_head, float(info.positional_base)))
     return fns
+
+
+def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
+    """no_position on a model built from a family (model/parts.py): undo the rotation of each
+    layer with that layer's own rotary (Gemma's local base on its sliding-window layers, the
+    rope's scaling, partial rotary: only the rotated dimensions, half-split or interleaved)."""
+    seen_q: dict[str, int] = {}
+    dims = family.rope_dims or family.d_head
+
+    def unrotate(x: torch.Tensor, name: str) -> torch.Tensor:
+        attn, t = name.rsplit(".", 1)[0], x.shape[-2]
+        if name.endswith(".hook_q"):
+            seen_q[attn] = t
+        elif seen_q.get(attn) != t:
+            raise EditError(f"no_position on a rotary model needs queries and keys of the same "
+                            f"positions (got {seen_q.get(attn)} queries and {t} keys at {attn})")
+        local = family.rope_local is not None and family.windowed(_layer_of(name))
+        rot = Rotary(torch.arange(t, device=x.device), family.rope_local if local else family.rope, dims,
+                     family.rope_interleaved)
+        rot.sin = -rot.sin  # the inverse rotation (made for this call only)
+        return rot.apply(x)
+
+    return {n: unrotate for n in names if n.endswith((".self_attn.hook_q", ".self_attn.hook_k"))}
 
 
 def _unrotate_fns(names: list[str], d_head: int, base: float) -> dict[str, HookFn]:

@@ -149,3 +149,25 @@ def test_the_app_samples_from_the_url_and_greedy_clears_it():
     assert "sample" not in at.query_params
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert not any("sampled" in (a.get("text") or "") for a in spec["layout"]["annotations"])
+
+
+@pytest.mark.weights
+def test_smollm2_samples_reproducibly_and_names_the_cut():
+    from model import fetch
+
+    if not fetch.is_fetched("smollm2"):
+        pytest.skip("smollm2 not fetched")
+    m = model.load("smollm2")
+    kw = dict(temperature=1.0, top_k=40, top_p=0.8, seed=11, names=[])
+    a = m.generate_with_cache(["The capital of France is"], 6, **kw)
+    b = m.generate_with_cache(["The capital of France is"], 6, **kw)
+    assert a.token_ids == b.token_ids
+    for step in a.top:
+        kept = [c == "" for c in step.cut_by[0]]
+        assert kept[0]  # the most likely token is always in the nucleus
+        drawn = step.sampled_from[0]
+        assert all((p > 0) == k for p, k in zip(drawn.tolist(), kept))  # cut: probability 0 in the draw
+        last = max(i for i, k in enumerate(kept) if k)  # the nucleus is the smallest set reaching p: without
+        assert float(step.probs[0, :last].sum()) < 0.8  # its last token it had not (raw p ≤ the top-k's)
+    greedy = m.generate_with_cache(["The capital of France is"], 3, names=[])
+    assert greedy.generated[0].startswith(" Paris")

@@ -20,23 +20,38 @@ llama.cpp's converter interleaves the rows of W_Q and W_K of llama files for its
 (undone here, as model/llama.py does); qwen2, qwen3 and gemma3 keep Hugging Face's layout. Gemma's
 norms are stored as 1 + w (the converter adds the 1), so they are read as plain RMSNorms; its
 attention scale is llama.cpp's (1/√head_dim; 1/√(d_model/heads) for the 62-layer 27B), its local
-layers every sixth one full (unless the file says otherwise) with rotary base 10000. qwen2's
-sliding window is not part of its files (llama.cpp does not use one).
+layers every sixth one full (unless the file says otherwise) with rotary base 10000 (GEMMA3 below
+says where each of these facts comes from). qwen2's sliding window is not part of its files
+(llama.cpp does not use one).
+
+A file of CACHE_FROM_BYTES or more is converted once: the float32 tensors, the config and the
+tokenizer go to a float cache (model/float_cache.py, as for SmolLM2), and later loads read only
+that (Gemma 3 270M: ~75 s to read the metadata, rebuild the 262,144-piece tokenizer and dequantize;
+a few seconds from the cache).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import memory
+from . import float_cache, memory
 from .checks import MAX_VOCAB, check_layers, check_shapes
 from .errors import WeightsError
 from .family import family_of
+from .float_cache import check_stop, converted_path
 from .generic import Transformer
 from .tokenizer import TextTokenizer
+
+CONVERTED_FORMAT = "attention-explorer-gguf-family"
+CONVERTED_VERSION = "1"  # bump when the conversion, the config or the tokenizer building changes
+CACHE_FROM_BYTES = 32 << 20  # smaller files load from the GGUF directly in about a second
+log = logging.getLogger(__name__)
 
 ARCHITECTURES = ("qwen2", "qwen3", "gemma3")  # read here, and "llama" with a SentencePiece vocabulary
 MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3_text"}
@@ -79,6 +94,31 @@ def reads(arch: str | None, tokenizer: str | None) -> bool:
     return arch in ARCHITECTURES or (arch == "llama" and tokenizer == "llama")
 
 
+# What a gemma3 GGUF does not store, from the architecture's published definition. llama.cpp's
+# converter writes gemma3.rope.freq_base (the global layers' base), attention.sliding_window and the
+# shapes; the rest is fixed by the architecture and the same for every Gemma 3 text model:
+GEMMA3 = {
+    # five local (sliding-window) layers for every global one, the global ones at layers 6, 12, ...
+    # (1-based): Gemma 3 Technical Report (arXiv:2503.19786) §2 "5 local layers for every global
+    # layer"; transformers' Gemma3TextConfig (sliding_window_pattern=6 -> layer_types); llama.cpp
+    # (src/llama-model.cpp, LLM_ARCH_GEMMA3: hparams.set_swa_pattern(6))
+    "sliding_window_pattern": 6,
+    # RoPE base of the local layers: the report §2 "increase RoPE base frequency from 10k to 1M on
+    # global self-attention layers, and keep the frequency of the local layers at 10k";
+    # Gemma3TextConfig.default_theta["local"]; llama.cpp rope_freq_base_train_swa = 10000
+    "rope_local_base_freq": 10_000.0,
+    # RoPE base of the global layers when the file does not say (it does: gemma3.rope.freq_base)
+    "rope_theta": 1_000_000.0,
+    # scores = q·kᵀ / √query_pre_attn_scalar: 256 = head_dim for 270M, 1B, 4B, 12B (google/gemma-3-*
+    # config.json; Gemma3TextConfig's default), d_model / heads for the 62-layer 27B (its
+    # config.json: 168); llama.cpp f_attention_scale the same
+    "query_pre_attn_scalar": "head_dim",
+    # no soft-capping: Gemma 3 replaced Gemma 2's logit and score capping with QK-norm (the report
+    # §2); the config.json files say null
+    "final_logit_softcapping": None,
+}
+
+
 def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
     """The config.json a Hugging Face folder of this model would hold, from the GGUF metadata."""
     def key(k, default=None):
@@ -109,7 +149,7 @@ def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
     }
     if arch == "gemma3":
         d, H, hs = key("embedding_length"), key("attention.head_count"), head_dim
-        pattern = key("attention.sliding_window_pattern", 6)
+        pattern = key("attention.sliding_window_pattern", GEMMA3["sliding_window_pattern"])
         n = key("block_count")
         if isinstance(pattern, list):  # per layer: True where the layer uses the window
             config["layer_types"] = ["sliding_attention" if p else "full_attention" for p in pattern]
@@ -117,20 +157,15 @@ def config_of(meta: dict, arch: str, tensors: set[str], source: str) -> dict:
             config["sliding_window_pattern"] = pattern
         scalar = d // H if n == 62 and isinstance(d, int) and isinstance(H, int) else hs
         config.update(query_pre_attn_scalar=scalar, sliding_window=key("attention.sliding_window"),
-                      rope_local_base_freq=key("rope.freq_base_swa", 10000.0),
-                      final_logit_softcapping=key("final_logit_softcapping"), rope_theta=key("rope.freq_base", 1e6))
+                      rope_local_base_freq=key("rope.freq_base_swa", GEMMA3["rope_local_base_freq"]),
+                      final_logit_softcapping=key("final_logit_softcapping", GEMMA3["final_logit_softcapping"]),
+                      rope_theta=key("rope.freq_base", GEMMA3["rope_theta"]))
     return config
 
 
-def load_gguf_family(path: str | Path, name: str | None = None, description: str = "") -> Transformer:
-    """Load a qwen2 or qwen3 GGUF (any quantization the `gguf` package dequantizes)."""
+def _read_meta(path: Path) -> tuple[object, dict]:
     import gguf
 
-    from .gguf_spm import spm_tokenizer_from_gguf
-    from .gguf_tokenizer import special_token, tokenizer_from_gguf
-    from .llama import unpermute
-
-    path = Path(path)
     try:
         reader = gguf.GGUFReader(str(path))
         meta = {k: f.contents() for k, f in reader.fields.items()
@@ -138,15 +173,58 @@ def load_gguf_family(path: str | Path, name: str | None = None, description: str
     except Exception as e:  # the reader raises plain errors on truncated or corrupt files
         raise WeightsError(f"{path.name} is not a readable GGUF file ({type(e).__name__}: {e}); "
                            f"it may be truncated or corrupt") from None
+    return reader, meta
+
+
+def _family(config: dict, source: str):
+    f = family_of(config, source)
+    if f.norm == "rms1p":  # Gemma: the file holds 1 + w
+        f = dataclasses.replace(f, norm="rms")
+    return f
+
+
+def _assemble(f, tt: TextTokenizer, spm: bool, shapes: dict, source: str, arch: str, name: str,
+              description: str) -> Transformer:
+    """The model on the meta device (nothing allocated), its shapes checked against ``shapes``."""
+    tied = f.tie_word_embeddings
+    with torch.device("meta"):  # the shapes the metadata gives, allocating nothing
+        m = Transformer(f, tt, name=name, description=description, tied_output=tied,
+                        token_style="metaspace" if spm else "bytes")
+    expected = {k: tuple(v.shape) for k, v in m.state_dict().items() if not (tied and k == "unembed.weight")}
+    extra = set(shapes) - set(expected)
+    if extra:
+        raise WeightsError(f"{source}: the file holds {sorted(extra)[:3]}, which its metadata does not describe")
+    check_shapes(source, shapes, {k: (v, f"{arch} metadata") for k, v in expected.items()})
+    return m
+
+
+def _load_state(m: Transformer, state: dict[str, torch.Tensor], source: str, arch: str) -> Transformer:
+    if m.family.tie_word_embeddings:
+        state = {**state, "unembed.weight": state["decoder.embed.weight"]}
+    try:
+        m.load_state_dict(state, strict=True, assign=True)
+    except RuntimeError as e:
+        raise WeightsError(f"{source} does not match the {arch} architecture: {e}") from None
+    return m.requires_grad_(False).eval()
+
+
+def _read_gguf(path: Path, name: str | None, description: str):
+    """Read, check and dequantize; returns (model, what the float cache keeps)."""
+    import gguf
+
+    from .gguf_spm import spm_tokenizer_from_gguf
+    from .gguf_tokenizer import special_token, tokenizer_from_gguf
+    from .llama import unpermute
+
+    reader, meta = _read_meta(path)
     arch, spm = meta.get("general.architecture"), meta.get("tokenizer.ggml.model") == "llama"
     if not reads(arch, meta.get("tokenizer.ggml.model")):
         raise WeightsError(f"{path.name}: architecture {arch!r} is not read here ({', '.join(ARCHITECTURES)}, "
                            f"llama with a SentencePiece vocabulary)")
     tensors = {t.name: t for t in reader.tensors}
     source = f"{path.name} ({arch})"
-    f = family_of(config_of(meta, arch, set(tensors), source), source)
-    if f.norm == "rms1p":  # Gemma: the file holds 1 + w
-        f = dataclasses.replace(f, norm="rms")
+    config = config_of(meta, arch, set(tensors), source)
+    f = _family(config, source)
 
     ours = {}
     for t in tensors:
@@ -161,33 +239,89 @@ def load_gguf_family(path: str | Path, name: str | None = None, description: str
         tok = spm_tokenizer_from_gguf(meta, arch) if spm else tokenizer_from_gguf(meta)
     except (ValueError, KeyError, IndexError, TypeError) as e:
         raise WeightsError(f"{source}: its tokenizer cannot be rebuilt ({e})") from None
-    pad = special_token(meta, "padding") or special_token(meta, "eos")
-    tt = TextTokenizer(tok, pad=pad, bos=special_token(meta, "bos"), eos=special_token(meta, "eos"))
-    tied = f.tie_word_embeddings
-    with torch.device("meta"):  # the shapes the metadata gives, allocating nothing
-        m = Transformer(f, tt, name=name or path.stem, description=description or f"{arch} GGUF {path.name}",
-                        tied_output=tied, token_style="metaspace" if spm else "bytes")
-    expected = {k: tuple(v.shape) for k, v in m.state_dict().items() if not (tied and k == "unembed.weight")}
-    extra = set(shapes) - set(expected)
-    if extra:
-        raise WeightsError(f"{source}: the file holds {sorted(extra)[:3]}, which its metadata does not describe")
-    check_shapes(source, shapes, {k: (v, f"{arch} metadata") for k, v in expected.items()})
+    specials = {"pad": special_token(meta, "padding") or special_token(meta, "eos"),
+                "bos": special_token(meta, "bos"), "eos": special_token(meta, "eos")}
+    tt = TextTokenizer(tok, **specials)
+    m = _assemble(f, tt, spm, shapes, source, arch, name or path.stem,
+                  description or f"{arch} GGUF {path.name}")
     need = sum(4 * int(np.prod(s)) for s in shapes.values())
     room = memory.available()
     if room is not None and need > room:
         raise WeightsError(f"{source}: the weights need {memory.shown(need)} as float32, but only "
                            f"{memory.shown(room)} of memory is available")
     state = {}
-    for mine, t in ours.items():
-        a = gguf.quants.dequantize(tensors[t].data, tensors[t].tensor_type)  # numpy, (out, in) like torch
-        w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"])).reshape(shapes[mine])
-        if arch == "llama" and mine.endswith(("W_Q.weight", "W_K.weight")):  # llama.cpp's rotary row order
-            w = unpermute(w, f.n_heads if "W_Q" in mine else f.n_kv_heads)
-        state[mine] = w.contiguous()
-    if tied:
-        state["unembed.weight"] = state["decoder.embed.weight"]
+    with float_cache.converting():  # torch from here on: at exit, stop between two tensors
+        for mine, t in ours.items():
+            check_stop()
+            a = gguf.quants.dequantize(tensors[t].data, tensors[t].tensor_type)  # numpy, (out, in) like torch
+            w = torch.from_numpy(np.require(a, np.float32, ["C", "W", "O"])).reshape(shapes[mine])
+            if arch == "llama" and mine.endswith(("W_Q.weight", "W_K.weight")):  # llama.cpp's rotary row order
+                w = unpermute(w, f.n_heads if "W_Q" in mine else f.n_kv_heads)
+            state[mine] = w.contiguous()
+    kept = {"config": json.dumps(config), "tokenizer": tok.to_str(), "specials": json.dumps(specials),
+            "arch": arch, "spm": "1" if spm else "0"}
+    return _load_state(m, state, source, arch), kept, state
+
+
+# --- the float cache (model/float_cache.py) ----------------------------------------------------
+def _stamp(path: Path) -> dict[str, str]:
+    st = path.stat()
+    return {"format": CONVERTED_FORMAT, "version": CONVERTED_VERSION, "gguf_size": str(st.st_size),
+            "gguf_mtime_ns": str(st.st_mtime_ns)}
+
+
+def _from_cache(conv: Path, path: Path, name: str | None, description: str) -> Transformer | None:
+    """The model from an intact, current float cache; None to convert again."""
+    from tokenizers import Tokenizer
+
+    found = float_cache.read(conv, _stamp(path))
+    if found is None:
+        return None
+    meta, state = found
     try:
-        m.load_state_dict(state, strict=True, assign=True)
-    except RuntimeError as e:
-        raise WeightsError(f"{source} does not match the {arch} architecture: {e}") from None
-    return m.requires_grad_(False).eval()
+        arch, source = meta["arch"], f"{conv.name} ({meta['arch']})"
+        f = _family(json.loads(meta["config"]), source)
+        tt = TextTokenizer(Tokenizer.from_str(meta["tokenizer"]), **json.loads(meta["specials"]))
+        m = _assemble(f, tt, meta["spm"] == "1", {k: tuple(v.shape) for k, v in state.items()}, source, arch,
+                      name or path.stem, description or f"{arch} GGUF {path.name}")
+        return _load_state(m, state, source, arch)
+    except Exception as e:  # written by us, checksum intact: only a bug or a foreign writer gets here
+        warnings.warn(f"ignoring the float cache {conv.name} ({type(e).__name__}: {str(e)[:200]}); "
+                      f"converting the GGUF again", stacklevel=3)
+        return None
+
+
+def _convert(path: Path, conv: Path, name: str | None, description: str) -> Transformer:
+    """Read and check the GGUF, build the model, then (only then) write the float cache."""
+    log.info("converting %s to float32 (once; later loads read %s)", path.name, conv.name)
+    m, kept, state = _read_gguf(path, name, description)
+    with float_cache.converting():  # at exit: the write stops between chunks, cleans up
+        float_cache.write(conv, state, {**_stamp(path), "source": str(path), **kept})
+    return m
+
+
+def load_gguf_family(path: str | Path, name: str | None = None, description: str = "") -> Transformer:
+    """Load a qwen2, qwen3, gemma3 (or SentencePiece llama) GGUF, any quantization the `gguf`
+    package dequantizes; a file of CACHE_FROM_BYTES or more through its float cache (written by
+    the first load; concurrent first loads convert once, the others wait and read it)."""
+    path = Path(path)
+    try:
+        big = path.stat().st_size >= CACHE_FROM_BYTES
+    except OSError:
+        raise WeightsError(f"GGUF file not found: {path}") from None
+    if not big:
+        return _read_gguf(path, name, description)[0]
+    conv = converted_path(path)
+    seen = float_cache.identity(conv)
+    m = _from_cache(conv, path, name, description)
+    if m is not None:
+        float_cache.tidy(conv, path)
+        return m
+    with float_cache.conversion_lock(path) as locked:
+        if locked and float_cache.identity(conv) not in (None, seen):  # written while we waited
+            m = _from_cache(conv, path, name, description)
+            if m is not None:
+                return m
+        if locked:
+            float_cache.remove_stale_temporaries(conv)
+        return _convert(path, conv, name, description)

@@ -2,6 +2,7 @@
 
     load_named("minilm")     # <cache>/minilm (python -m model.fetch minilm)
     load_named("smollm2")    # <cache>/smollm2 (python -m model.fetch smollm2)
+    load_named("gemma3")     # <cache>/gemma3 (python -m model.fetch gemma3): model/gguf_family.py
     load_path("some/checkpoint-folder")   # config.json's model_type: one of model/family.py's FAMILIES
     load_path("model.gguf")               # llama, qwen2, qwen3, gemma3
 
@@ -19,6 +20,8 @@ from .llama import load_gguf
 DESCRIPTIONS = {
     "minilm": "all-MiniLM-L6-v2: a 6-layer BERT encoder (sentence embeddings)",
     "smollm2": "SmolLM2-135M-Instruct (Q4_1): a 30-layer Llama decoder with grouped-query attention",
+    "gemma3": "Gemma 3 270M (Q4_K_M): an 18-layer decoder, 4 query heads sharing 1 K/V head, QK-norm, "
+              "5 sliding-window layers (512 tokens) for every global one",
 }
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -37,6 +40,10 @@ def load_named(name: str) -> HookedModel:
                            f"another cache folder)")
     if name == "minilm":
         return load_bert(folder, name=name, description=DESCRIPTIONS[name])
+    if name == "gemma3":
+        from .gguf_family import load_gguf_family
+
+        return load_gguf_family(folder / fetch.GEMMA3_FILE, name=name, description=DESCRIPTIONS[name])
     return load_gguf(folder / GGUF_FILE, name=name, description=DESCRIPTIONS[name])
 
 

@@ -33,6 +33,7 @@ LOADERS: dict[str, Callable[[str], HookedModel]] = {
     "seed-sort": load_shipped_seed,
     "minilm": load_named,  # fetched by `python -m model.fetch minilm`
     "smollm2": load_named,  # fetched by `python -m model.fetch smollm2`
+    "gemma3": load_named,  # fetched by `python -m model.fetch gemma3`
 }
 FETCHED = tuple(name for name, loader in LOADERS.items() if loader is load_named)
 
@@ -45,7 +46,7 @@ def available() -> list[str]:
 
 def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens: int | None = None,
          **overrides) -> HookedModel:
-    """Load a model by name ("seed", "seed-sort", "minilm", "smollm2") or local path.
+    """Load a model by name ("seed", "seed-sort", "minilm", "smollm2", "gemma3") or local path.
 
     ``random=True`` builds an untrained seed Transformer; ``overrides`` set its shape
     (d_model, n_heads, n_layers, n_decoder_layers, d_ff, pe_base, seed, ...).

@@ -11,6 +11,8 @@ head's transform if any, the output projection (× logit_scale, + bias), the fin
 """
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 
@@ -21,16 +23,55 @@ from .parts import ACT, Norm, Stack
 from .tokenizer import Encoded, TextTokenizer
 
 
+BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's byte fallback: one byte of UTF-8
+
+
 def display_token(token: str, style: str) -> str:
     """A vocabulary entry as the text it spells: byte-level ("Ġcat" -> " cat"), SentencePiece
-    ("▁cat" -> " cat"); WordPiece pieces are shown as they are."""
+    ("▁cat" -> " cat", the byte piece "<0x0A>" -> a newline; a byte of a longer character alone,
+    "<0xEB>", -> "�", the character it starts being unknown without its neighbours: see
+    ``display_tokens``); WordPiece pieces are shown as they are."""
     if style == "bytes":
         from .gguf_tokenizer import display_token as from_bytes
 
         return from_bytes(token)
     if style == "metaspace":
+        byte = BYTE_PIECE.fullmatch(token)
+        if byte:
+            b = int(byte.group(1), 16)
+            return chr(b) if b < 0x80 else "\ufffd"
         return token.replace("▁", " ")
     return token
+
+
+def utf8_length(lead: int) -> int:
+    """How many bytes the UTF-8 character starting with byte ``lead`` takes (0: not a first byte)."""
+    return 1 if lead < 0x80 else 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+
+
+def display_tokens(tokens: list[str], style: str) -> list[str]:
+    """A sentence's vocabulary entries as text, one per token. SentencePiece byte pieces that
+    together spell a character ("<0xF0><0x9F><0x98><0x80>") show it on the first of them and ""
+    on the others, so that the labels joined give the text back; a byte that starts no whole
+    character shows "�". Every other token as ``display_token``."""
+    out = [display_token(t, style) for t in tokens]
+    if style != "metaspace":
+        return out
+    byte = [BYTE_PIECE.fullmatch(t) for t in tokens]
+    i = 0
+    while i < len(tokens):
+        n = utf8_length(int(byte[i].group(1), 16)) if byte[i] else 0
+        if n > 1 and i + n <= len(tokens) and all(byte[i: i + n]):
+            try:
+                char = bytes(int(b.group(1), 16) for b in byte[i: i + n]).decode("utf-8")
+            except UnicodeDecodeError:
+                i += 1
+                continue
+            out[i: i + n] = [char] + [""] * (n - 1)
+            i += n
+        else:
+            i += 1
+    return out
 
 
 def cut_at_end(rows: list[list[int]], ends: set[int]) -> list[list[int]]:
@@ -93,6 +134,11 @@ class Transformer(HookedModel):
     def token_text(self, token_id: int) -> str:
         return display_token(self.tokenizer.id_to_token(token_id), self.token_style)
 
+    def tokens_text(self, ids: list[int]) -> list[str]:
+        """A sequence's tokens as text: ``token_text`` of each, except SentencePiece byte pieces,
+        joined into the characters they spell (``display_tokens``)."""
+        return display_tokens([self.tokenizer.id_to_token(i) for i in ids], self.token_style)
+
     # --- pieces -------------------------------------------------------------------------------
     def _tokens(self, texts: list[str], keep_last: bool) -> tuple[list[Encoded], list[bool]]:
         """Tokenize (the tokenizer's own post-processor adds the specials) and cut to max_len,
@@ -149,7 +195,7 @@ class Transformer(HookedModel):
         kind = self.family.kind
         encs, truncated = self._tokens(texts, keep_last=kind != "decoder")
         ids, real = self._batch(encs)
-        cache = Cache(tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+        cache = Cache(tokens=[self.tokens_text(e.ids) for e in encs],
                       token_ids=[e.ids for e in encs], offsets=[e.offsets for e in encs])
         if kind == "encoder":
             with scope():
@@ -169,7 +215,7 @@ class Transformer(HookedModel):
         with scope():
             memory = self.encoder.finish(self.encode(ids, real))
             h = self.decode(tgt, tgt_real, memory, real)  # (B, T, d)
-        cache.decoder_tokens = [[self.token_text(i) for i in d] for d in dec_ids]
+        cache.decoder_tokens = [self.tokens_text(d) for d in dec_ids]
         cache.decoder_token_ids = dec_ids
         return Output(logits=self.readout(h), generated=[self._text(w) for w in written], hidden=h,
                       truncated=truncated), cache
@@ -247,10 +293,10 @@ class Transformer(HookedModel):
         text = [w[:-1] if w and w[-1] in end_set else w for w in written]
         return rec.trace(
             B, texts=texts, generated=[tt.tok.decode(w, skip_special_tokens=False) for w in text],
-            tokens=[[self.token_text(i) for i in w] for w in written], token_ids=written,
-            input_tokens=[[self.token_text(i) for i in e.ids] for e in encs],
+            tokens=[self.tokens_text(w) for w in written], token_ids=written,
+            input_tokens=[self.tokens_text(e.ids) for e in encs],
             input_token_ids=[e.ids for e in encs],
-            decoder_tokens=[[self.token_text(i) for i in row] for row in ids.tolist()],
+            decoder_tokens=[self.tokens_text(row) for row in ids.tolist()],
             decoder_token_ids=ids.tolist(), query=[P - 1 + t for t in range(len(rec.steps))],
             positions=positions, use_cache=use_cache)
 

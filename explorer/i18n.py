@@ -2051,6 +2051,221 @@ WORDS: dict[str, dict[str, str]] = {
     "lessons.model_not_fit": {
         "en": "{model} has no {stack} block, which this part needs; the part shows {own} instead.",
         "ko": "{model} 모델에는 이 부분에 필요한 블록({stack})이 없어 대신 {own} 모델을 보여 줍니다."},
+    # words that follow the family on screen (issue 24 item 5, issue 25 item 4): norms, positions, window,
+    # QK-norm, scale, feed-forwards; a family the words do not know says so
+    "positional.relative": {
+        "en": "a learned relative position bias (T5)",
+        "ko": "학습된 상대 위치 편향 (T5)"},
+    "positional.unknown": {
+        "en": "positions of a kind these words do not describe yet",
+        "ko": "이 설명이 아직 다루지 않는 종류의 위치 정보"},
+    "stage.embedding.title.rotary_scaled": {
+        "en": "Token embedding × √d_model (no positional vector: rotary)",
+        "ko": "토큰 임베딩 × √d_model (위치 벡터 없음: 회전 위치 인코딩)"},
+    "stage.embedding.title.relative": {
+        "en": "Token embedding (no positional vector: relative bias)",
+        "ko": "토큰 임베딩 (위치 벡터 없음: 상대 위치 편향)"},
+    "stage.embedding.title.learned_family": {
+        "en": "Embedding + learned positions, then LayerNorm",
+        "ko": "임베딩 + 학습된 위치, 그다음 LayerNorm"},
+    "stage.embedding.title.unknown": {
+        "en": "Token embedding",
+        "ko": "토큰 임베딩"},
+    "stage.embedding.explain.rotary_scaled": {
+        "en": "Each token id picks a row of the embedding matrix E, multiplied by √d_model = {scale}: the same matrix is the output layer, so its rows are small (rms {rms_raw} on this sentence), and the scale brings them to about unit size (rms {rms_e}). No positional vector is added: position enters inside attention instead, where every layer rotates q and k by angles that grow with the position (RoPE).",
+        "ko": "각 토큰 id가 임베딩 행렬 E의 한 행을 고르고, √d_model = {scale}을 곱합니다: 같은 행렬이 출력층이기도 해서 행이 작으므로(이 문장에서 rms {rms_raw}) 곱해서 대략 단위 크기(rms {rms_e})로 맞춥니다. 위치 벡터는 더하지 않습니다: 위치는 어텐션 안에서 들어오며, 레이어마다 위치에 따라 커지는 각도로 q와 k를 회전시킵니다(RoPE)."},
+    "stage.embedding.explain.relative": {
+        "en": "Each token id picks a row of the embedding matrix, and that row enters block 0 as it is: no positional vector is added and nothing is rotated. Position enters inside attention instead: the scores get a learned bias B, one number per head and per bucket of relative distance (key − query; exact for near keys, logarithmic for far ones), made by the first layer of each stack and added in every layer.",
+        "ko": "각 토큰 id가 임베딩 행렬의 한 행을 고르고, 그 행이 그대로 0번 블록에 들어갑니다: 위치 벡터를 더하지도, 회전시키지도 않습니다. 위치는 어텐션 안에서 들어옵니다: 점수에 학습된 편향 B를 더하는데, 헤드마다, 상대 거리(키 − 쿼리)의 구간마다 숫자 하나입니다 (가까운 키는 정확히, 먼 키는 로그 간격으로). 스택마다 첫 레이어가 만들고 모든 레이어가 더합니다."},
+    "stage.embedding.explain.learned_family": {
+        "en": "{family} adds learned vectors per token: {parts}; a LayerNorm then normalises the sum, and that enters block 0. Nothing is multiplied by √d_model: the tables were trained at the size they are used.",
+        "ko": "{family}는 토큰마다 학습된 벡터를 더합니다: {parts}. 그다음 LayerNorm이 합을 정규화하고, 그것이 0번 블록에 들어갑니다. √d_model을 곱하지 않습니다: 표들은 쓰이는 크기 그대로 학습되었습니다."},
+    "stage.embedding.explain.unknown": {
+        "en": "These words do not describe {family}'s embedding yet (positions: {pos}, LayerNorm after the embedding: {norm}); the figure shows what the model added to the stream before block 0.",
+        "ko": "이 설명은 아직 {family}의 임베딩을 다루지 않습니다 (위치: {pos}, 임베딩 뒤 LayerNorm: {norm}). 그림은 모델이 0번 블록 전에 스트림에 더한 것을 보여 줍니다."},
+    "embedding.parts_type": {
+        "en": "its word embedding, a token-type embedding (type 0 here: one sentence per row) and the position embedding of its place",
+        "ko": "단어 임베딩, 토큰 타입 임베딩(여기서는 타입 0: 한 행에 한 문장), 그리고 자리의 위치 임베딩"},
+    "embedding.parts_no_type": {
+        "en": "its word embedding and the position embedding of its place (no token-type embedding)",
+        "ko": "단어 임베딩과 자리의 위치 임베딩 (토큰 타입 임베딩 없음)"},
+    "embedding.roberta_offset": {
+        "en": " (RoBERTa's position table starts after the padding row: position i reads row i + pad id + 1)",
+        "ko": " (RoBERTa의 위치 표는 패딩 행 다음에서 시작합니다: 위치 i는 i + 패딩 id + 1번 행을 읽습니다)"},
+    "tx.relative_bias": {
+        "en": "no positional vector: a relative bias is added to the scores",
+        "ko": "위치 벡터 없음: 점수에 상대 위치 편향을 더함"},
+    "tx.not_scaled": {
+        "en": "not scaled",
+        "ko": "스케일링 없음"},
+    "tx.window": {
+        "en": "window",
+        "ko": "윈도"},
+    "stage.pe_heatmap.explain.sinusoidal_split": {
+        "en": "Every position gets a fixed pattern of sines and cosines (n = {n}, d_model = {d}), laid out as Marian does: the sines of every frequency in the first half of the dimensions, their cosines in the second half (the paper interleaves them). In each half, low dimensions change quickly from one position to the next, high dimensions slowly.",
+        "ko": "각 위치는 고정된 사인·코사인 패턴을 받습니다 (n = {n}, d_model = {d}). Marian의 배치대로 모든 주파수의 사인이 차원의 앞 절반에, 코사인이 뒤 절반에 있습니다 (논문은 번갈아 놓습니다). 각 절반에서 낮은 차원은 위치마다 빠르게, 높은 차원은 느리게 변합니다."},
+    "stage.pe_heatmap.explain.learned_offset": {
+        "en": "This model learned one vector per position: a table of {rows} usable rows, trained with the rest of the model. RoBERTa's rows start after the padding row: position i reads row i + pad id + 1, so this sentence's {T} positions use the rows just after it. There is no formula and no sines or cosines: the rows are whatever training made of them.",
+        "ko": "이 모델은 위치마다 벡터 하나를 학습했습니다: 쓸 수 있는 행 {rows}개짜리 표로, 모델의 나머지와 함께 학습되었습니다. RoBERTa의 행은 패딩 행 다음에서 시작합니다: 위치 i는 i + 패딩 id + 1번 행을 읽으므로, 이 문장의 위치 {T}개는 그 바로 뒤의 행들을 씁니다. 공식도, 사인·코사인도 없습니다: 행은 학습이 만든 그대로입니다."},
+    "rope.local": {
+        "en": "local (sliding-window)",
+        "ko": "지역(슬라이딩 윈도)"},
+    "rope.global": {
+        "en": "global (full attention)",
+        "ko": "전역(전체 어텐션)"},
+    "rope.layer_base": {
+        "en": "Layer {layer} is a {kind} layer: its rotary base is {n}; the {other} layers ({layers}) use {m}.",
+        "ko": "{layer}번 레이어는 {kind} 레이어로, 회전 밑이 {n}입니다. {other} 레이어({layers})는 {m}을 씁니다."},
+    "rope.partial": {
+        "en": "Only the first {r} of the {d} dimensions of each head are rotated; the other {rest} carry no position.",
+        "ko": "각 헤드의 차원 {d}개 중 앞의 {r}개만 회전합니다. 나머지 {rest}개는 위치 정보를 담지 않습니다."},
+    "stage.gqa.title.mqa": {
+        "en": "Multi-query attention: one K/V head for every query head",
+        "ko": "멀티 쿼리 어텐션: 모든 쿼리 헤드에 K/V 헤드 하나"},
+    "stage.gqa.explain.mqa": {
+        "en": "All {h} query heads read one and the same key/value head (multi-query attention, the extreme of grouped-query attention): the model stores one key and one value per token and layer instead of {h}. Each query head still has its own W_Q, so the heads ask different questions of the same keys. Each column is a query head; its cell shows the K/V head it reads.",
+        "ko": "쿼리 헤드 {h}개가 모두 같은 키/밸류 헤드 하나를 읽습니다 (멀티 쿼리 어텐션, 그룹 쿼리 어텐션의 극단): 모델은 토큰과 레이어마다 키와 밸류를 {h}개가 아니라 하나씩만 저장합니다. 쿼리 헤드마다 W_Q는 따로 있어서, 헤드들은 같은 키에 서로 다른 질문을 합니다. 각 열은 쿼리 헤드이고, 칸은 그 헤드가 읽는 K/V 헤드입니다."},
+    "stage.qkv.explain.self_pre": {
+        "en": "Every token asks a question (its query), offers a label (its key) and carries content (its value). The stream X entering layer {layer} is normalised first ({norm}, before the sublayer: pre-norm), and Q, K and V all come from that normalised X̂; the stream itself goes on unnormalised.",
+        "ko": "각 토큰은 질문(쿼리)을 던지고, 이름표(키)를 내밀고, 내용(밸류)을 담습니다. {layer}번 레이어에 들어오는 스트림 X를 먼저 정규화하고({norm}, 서브레이어 앞: 프리 노름), Q, K, V는 모두 그 정규화된 X̂에서 나옵니다. 스트림 자체는 정규화되지 않은 채 이어집니다."},
+    "stage.qkv.explain.rotary_family": {
+        "en": "Every token asks a question (its query), offers a label (its key) and carries content (its value). The stream X entering layer {layer} is normalised first ({norm}, before the sublayer).{qk} Then q and k are rotated by their position (RoPE{partial}, base {base} in this layer), v is not. {bias}",
+        "ko": "각 토큰은 질문(쿼리)을 던지고, 이름표(키)를 내밀고, 내용(밸류)을 담습니다. {layer}번 레이어에 들어오는 스트림 X를 먼저 정규화합니다({norm}, 서브레이어 앞).{qk} 그다음 q와 k를 위치에 따라 회전시키고(RoPE{partial}, 이 레이어의 밑 {base}), v는 회전시키지 않습니다. {bias}"},
+    "qkv.qk_norm": {
+        "en": " Each head's q and k are then normalised again on their own ({norm} over d_k: QK-norm), before the rotation.",
+        "ko": " 그다음 각 헤드의 q와 k를 따로 한 번 더 정규화합니다 (d_k에 대한 {norm}: QK 노름). 회전 전입니다."},
+    "qkv.partial": {
+        "en": ": only the first {r} of {d} dimensions",
+        "ko": ": 차원 {d}개 중 앞의 {r}개만"},
+    "qkv.bias": {
+        "en": "W_Q, W_K and W_V have a bias.",
+        "ko": "W_Q, W_K, W_V에는 편향이 있습니다."},
+    "qkv.no_bias": {
+        "en": "This model's projections have no bias.",
+        "ko": "이 모델의 투영에는 편향이 없습니다."},
+    "stage.qk_norm.title": {
+        "en": "QK-norm: q and k before and after their norm",
+        "ko": "QK 노름: 정규화 전후의 q와 k"},
+    "stage.qk_norm.explain": {
+        "en": "This model normalises each head's query and key ({norm} over the d_k numbers of the head) before the rotation and the dot product. A norm fixes each vector's size (rms about |γ|), so a score q·k can only grow as far as the learned γ let it, however large the projections become: the softmax stays out of saturation without relying on 1/√d_k alone. Here (head's K/V head {kv}): before the norm q and k have rms {rms_q} and {rms_k}, and the largest |score| would be {before}; after it, {after}.",
+        "ko": "이 모델은 회전과 내적 전에 각 헤드의 쿼리와 키를 정규화합니다(헤드의 d_k개 숫자에 대한 {norm}). 노름은 벡터의 크기(rms가 대략 |γ|)를 고정하므로, 투영이 아무리 커져도 점수 q·k는 학습된 γ가 허락하는 만큼만 커집니다: 1/√d_k에만 기대지 않고도 소프트맥스가 포화되지 않습니다. 여기서(이 헤드의 K/V 헤드 {kv}) 노름 전 q와 k의 rms는 {rms_q}, {rms_k}이고 가장 큰 |점수|는 {before}였을 것이며, 노름 뒤에는 {after}입니다."},
+    "qk_norm.needs": {
+        "en": "QK-norm (a norm on each head's q and k)",
+        "ko": "QK 노름(각 헤드의 q와 k에 대한 정규화)이 있는"},
+    "fig.qk_q_panel": {
+        "en": "query q of this head: rms per position",
+        "ko": "이 헤드의 쿼리 q: 위치별 rms"},
+    "fig.qk_k_panel": {
+        "en": "key k of its K/V head: rms per position",
+        "ko": "이 헤드가 읽는 K/V 헤드의 키 k: 위치별 rms"},
+    "fig.qk_scores_panel": {
+        "en": "largest |score| per query (without rotary)",
+        "ko": "쿼리별 가장 큰 |점수| (회전 없이)"},
+    "fig.qk_before": {
+        "en": "before the norm",
+        "ko": "노름 전"},
+    "fig.qk_after": {
+        "en": "after the norm",
+        "ko": "노름 뒤"},
+    "fig.qk_rms": {
+        "en": "rms",
+        "ko": "rms"},
+    "fig.qk_largest": {
+        "en": "largest |score|",
+        "ko": "가장 큰 |점수|"},
+    "stage.scaled.title.none": {
+        "en": "Scores Q·Kᵀ, not scaled",
+        "ko": "점수 Q·Kᵀ, 스케일링 없음"},
+    "stage.scaled.title.custom": {
+        "en": "Scaled scores Q·Kᵀ · s",
+        "ko": "스케일링한 점수 Q·Kᵀ · s"},
+    "stage.scaled.explain.none": {
+        "en": "This model does not divide by √d_k (= √{k} ≈ {sqrt}): its scores are q·k as they are (scale 1). T5 folds the scaling into how W_Q was initialised and trained, so the scores are already in a range softmax can use. Both panels have the same colour range and show the same numbers.",
+        "ko": "이 모델은 √d_k(= √{k} ≈ {sqrt})로 나누지 않습니다: 점수는 q·k 그대로입니다(스케일 1). T5는 스케일링을 W_Q의 초기화와 학습에 넣어 두어서, 점수가 이미 소프트맥스가 쓸 수 있는 범위에 있습니다. 두 그림은 같은 색 범위로 같은 숫자를 보여 줍니다."},
+    "stage.scaled.explain.custom": {
+        "en": "This model multiplies the scores by its own scale s = {scale}, set in its configuration, instead of 1/√d_k = 1/√{k} ≈ {inv}. Same colour range as Q·Kᵀ.",
+        "ko": "이 모델은 점수에 1/√d_k = 1/√{k} ≈ {inv} 대신 설정에 정해진 자기 스케일 s = {scale}을 곱합니다. Q·Kᵀ와 같은 색 범위로 그렸습니다."},
+    "stage.mask.title.window": {
+        "en": "Masks: padding, causal, sliding window, combined",
+        "ko": "마스크: 패딩, 인과, 슬라이딩 윈도, 합친 것"},
+    "stage.mask.explain.window": {
+        "en": "The padding mask hides pad keys; the causal mask stops each position from seeing later ones; and this layer is a local one, with a sliding window: each query sees only itself and the {w1} keys before it ({w} keys), so earlier keys are hidden too (the band). The block uses the three together. The window keeps the cost of a layer linear in the length, and the global layers still see everything before.",
+        "ko": "패딩 마스크는 패딩 키를 가리고, 인과 마스크는 각 위치가 뒤의 위치를 보지 못하게 합니다. 그리고 이 레이어는 슬라이딩 윈도가 있는 지역 레이어입니다: 각 쿼리는 자신과 그 앞의 키 {w1}개(키 {w}개)만 보므로, 더 앞의 키도 가려집니다 (띠 모양). 이 블록은 셋을 함께 씁니다. 윈도 덕분에 레이어의 비용이 길이에 선형으로 늘고, 전역 레이어는 여전히 앞의 모든 것을 봅니다."},
+    "mask.window_all": {
+        "en": "Every layer of this model has a sliding window of {w} keys (the query and the {w1} before it).",
+        "ko": "이 모델의 모든 레이어에 키 {w}개(쿼리와 그 앞의 {w1}개)의 슬라이딩 윈도가 있습니다."},
+    "mask.window_layers": {
+        "en": "Sliding window of {w} keys (the query and the {w1} before it) on the local layers {local}; the global layers {other} see every earlier key. Layer {layer} is {kind}.",
+        "ko": "지역 레이어 {local}에는 키 {w}개(쿼리와 그 앞의 {w1}개)의 슬라이딩 윈도가 있고, 전역 레이어 {other}는 앞의 모든 키를 봅니다. {layer}번 레이어는 {kind} 레이어입니다."},
+    "mask.window_hint": {
+        "en": "In What if, window=N (e.g. window=2) shrinks the window so that a short sentence shows the band, and shows what that does to the next token.",
+        "ko": "What if에서 window=N(예: window=2)으로 윈도를 줄이면 짧은 문장에서도 띠가 보이고, 다음 토큰에 어떤 영향을 주는지 볼 수 있습니다."},
+    "fig.mask_window": {
+        "en": "sliding\nwindow ({w})",
+        "ko": "슬라이딩\n윈도 ({w})"},
+    "fig.outside_window": {
+        "en": "blocked: outside the window",
+        "ko": "차단: 윈도 밖"},
+    "fig.cat_window": {
+        "en": "outside the window",
+        "ko": "윈도 밖"},
+    "masked.relative_bias": {
+        "en": "T5 adds its relative position bias B here, before the mask: one learned number per head and bucket of distance (key − query), the same in every layer of the stack (hook_position_bias). A What if no_position sets it to 0.",
+        "ko": "T5는 여기서, 마스크 전에 상대 위치 편향 B를 더합니다: 헤드와 거리(키 − 쿼리) 구간마다 학습된 숫자 하나이고, 스택의 모든 레이어에서 같습니다 (hook_position_bias). What if의 no_position은 이것을 0으로 만듭니다."},
+    "masked.softcap": {
+        "en": "Before the mask this model caps the scores softly: c·tanh(score / c) with c = {c}, so no score goes beyond ±{c} (hook_capped_scores).",
+        "ko": "이 모델은 마스크 전에 점수를 부드럽게 제한합니다: c = {c}인 c·tanh(점수 / c)라서 어떤 점수도 ±{c}를 넘지 않습니다 (hook_capped_scores)."},
+    "chain.self_sublayer_pre": {"en": "Y: after the masked self-attention sublayer (added to X, not normalised)",
+                                "ko": "Y: 마스크드 셀프 어텐션 서브레이어 다음 (X에 더함, 정규화 안 함)"},
+    "chain.norm_in": {"en": "{norm}(X): what the attention reads", "ko": "{norm}(X): 어텐션이 읽는 것"},
+    "chain.norm_in_cross": {"en": "{norm}(Y): what the cross-attention reads", "ko": "{norm}(Y): 크로스 어텐션이 읽는 것"},
+    "chain.qk_norm": {"en": "QK-norm: each head's q and k normed ({norm} over d_k) before the rotation",
+                      "ko": "QK 노름: 회전 전에 각 헤드의 q와 k를 정규화 (d_k에 대한 {norm})"},
+    "chain.scores_unscaled": {"en": "scores Q·Kᵀ (not scaled)", "ko": "점수 Q·Kᵀ (스케일링 없음)"},
+    "chain.scores_custom": {"en": "scores Q·Kᵀ · {s}", "ko": "점수 Q·Kᵀ · {s}"},
+    "chain.softcap": {"en": "soft cap: {cap}·tanh(scores / {cap})", "ko": "부드러운 제한: {cap}·tanh(점수 / {cap})"},
+    "chain.position_bias": {"en": "+ relative position bias B (per head and distance bucket)",
+                            "ko": "+ 상대 위치 편향 B (헤드와 거리 구간마다)"},
+    "chain.mask_window": {"en": "padding ∧ causal ∧ sliding window of {w} keys (one for all heads)",
+                          "ko": "패딩 ∧ 인과 ∧ 키 {w}개의 슬라이딩 윈도 (모든 헤드에 하나)"},
+    "chain.post_norm_attn": {"en": "{norm} of the attention output (sandwich: a norm after the sublayer too)",
+                             "ko": "어텐션 출력의 {norm} (샌드위치: 서브레이어 뒤에도 노름)"},
+    "chain.add_cross": {"en": "add: Y + cross-attention (not normalised)", "ko": "잔차 연결: Y + 크로스 어텐션 (정규화 안 함)"},
+    "chain.cross_sublayer_pre": {"en": "cross-attention sublayer ({norm} first; keys, values: the encoder's output H), added",
+                                 "ko": "크로스 어텐션 서브레이어 (먼저 {norm}, 키와 밸류: 인코더 출력 H), 더함"},
+    "chain.norm_ffn": {"en": "{norm}: what the feed-forward reads", "ko": "{norm}: 피드포워드가 읽는 것"},
+    "chain.post_norm_ffn": {"en": "{norm} of the feed-forward output (sandwich)", "ko": "피드포워드 출력의 {norm} (샌드위치)"},
+    "chain.final_norm_named": {"en": "final {norm}", "ko": "마지막 {norm}"},
+    "stage.ffn.explain.geglu": {
+        "en": "After attention every position goes through the same network on its own (no position reads another): two projections from d_model = {d} to d_ff = {d_ff}, one through {act}'s GELU acting as a gate on the other (element by element), then W_down back to d_model. {bias} Its input is {input}. Here (layer {layer}) {neg}% of the hidden values are negative.",
+        "ko": "어텐션 다음에 각 위치는 같은 네트워크를 따로 거칩니다 (다른 위치를 읽지 않음): d_model = {d}에서 d_ff = {d_ff}로 가는 투영 두 개 중 하나가 {act}의 GELU를 거쳐 다른 하나의 게이트가 되고(원소별), W_down으로 d_model에 돌아옵니다. {bias} 입력은 {input}입니다. 여기서({layer}번 레이어) 은닉값의 {neg}%가 음수입니다."},
+    "stage.ffn.explain.unknown": {
+        "en": "These words do not describe this feed-forward yet ({act}, from {family}); the figure shows its hidden values (d_ff = {d_ff}) and its output as the model computed them. Its input is {input}.",
+        "ko": "이 설명은 아직 이 피드포워드를 다루지 않습니다 ({family}의 {act}). 그림은 모델이 계산한 은닉값(d_ff = {d_ff})과 출력을 보여 줍니다. 입력은 {input}입니다."},
+    "ffn.bias": {
+        "en": "Its projections have biases.",
+        "ko": "투영에는 편향이 있습니다."},
+    "ffn.no_bias": {
+        "en": "No biases.",
+        "ko": "편향은 없습니다."},
+    "ffn_input_pre_norm": {
+        "en": "{norm} of the stream (the stream itself is not normalised)",
+        "ko": "스트림의 {norm} (스트림 자체는 정규화하지 않음)"},
+    "ffn_input_sandwich": {
+        "en": "{norm} of the stream; its output is normalised again by a second {norm} before it is added back",
+        "ko": "스트림의 {norm}. 출력은 다시 더해지기 전에 두 번째 {norm}으로 한 번 더 정규화됩니다"},
+    "stage.residual_norm.explain.pre_ln": {
+        "en": "This model normalises before each sublayer (pre-norm, as GPT-2 does): the sublayer reads LayerNorm(x), and its output is added to the stream x itself, which is never normalised on its way through the blocks. LayerNorm subtracts each position's mean μ, divides by its standard deviation σ, then scales by γ and shifts by β (both learned). The panels follow layer {layer} in order; the bottom plot shows μ and σ of each norm's input per position. {extra}",
+        "ko": "이 모델은 각 서브레이어 앞에서 정규화합니다 (GPT-2처럼 프리 노름): 서브레이어는 LayerNorm(x)을 읽고, 그 출력은 스트림 x 자체에 더해지며, 스트림은 블록을 지나는 동안 정규화되지 않습니다. LayerNorm은 위치마다 평균 μ를 빼고 표준편차 σ로 나눈 뒤 γ를 곱하고 β를 더합니다 (둘 다 학습됨). 패널은 {layer}번 레이어를 순서대로 따라가고, 아래 그림은 각 노름 입력의 위치별 μ와 σ입니다. {extra}"},
+    "stage.residual_norm.explain.sandwich": {
+        "en": "Gemma normalises on both sides of each sublayer (a sandwich): the sublayer reads RMSNorm(x), its output is normalised again by a second RMSNorm, and only then added to the stream x, which is itself never normalised. Gemma's RMSNorm scales by (1 + γ) instead of γ (its γ are stored around 0). The panels follow layer {layer} in order; the bottom plot shows the root mean square of each of the four norms' inputs per position. {extra}",
+        "ko": "Gemma는 각 서브레이어의 양쪽에서 정규화합니다 (샌드위치): 서브레이어는 RMSNorm(x)을 읽고, 그 출력을 두 번째 RMSNorm으로 다시 정규화한 뒤에야 스트림 x에 더하며, 스트림 자체는 정규화되지 않습니다. Gemma의 RMSNorm은 γ 대신 (1 + γ)를 곱합니다 (γ는 0 근처로 저장됨). 패널은 {layer}번 레이어를 순서대로 따라가고, 아래 그림은 노름 네 개 각각의 입력의 위치별 제곱평균제곱근입니다. {extra}"},
+    "stage.residual_norm.explain.unknown": {
+        "en": "These words do not describe this model's normalisation yet ({norm}, from {family}); the panels show the stream and the norms' inputs as the model computed them. {extra}",
+        "ko": "이 설명은 아직 이 모델의 정규화를 다루지 않습니다 ({family}의 {norm}). 패널은 모델이 계산한 스트림과 노름 입력을 보여 줍니다. {extra}"},
+    "norm_extra_final": {
+        "en": "After the last block one more {norm} comes before the output layer.",
+        "ko": "마지막 블록 다음, 출력층 전에 {norm}이 하나 더 있습니다."},
 }
 
 

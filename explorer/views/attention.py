@@ -108,47 +108,69 @@ def _square_height(n: int) -> int:
     return int(min(900, max(380, 110 + 26 * n)))
 
 
-def mask_categories(allowed: np.ndarray, n_real_keys: int, causal: bool) -> np.ndarray:
-    """0 allowed, 1 blocked by padding, 2 blocked by causality, 3 both (q × k ints)."""
+WINDOW_COLOUR = "#009E73"  # Okabe–Ito bluish green: a real, earlier key outside the sliding window
+
+
+def window_cells(tq: int, tk: int, window: int) -> np.ndarray:
+    """(Tq, Tk) True where key j is earlier than the ``window`` keys up to query i (j <= i − window);
+    the queries are the last Tq positions."""
+    i = np.arange(tq)[:, None] + (tk - tq)
+    return np.arange(tk)[None, :] <= i - window if window else np.zeros((tq, tk), dtype=bool)
+
+
+def mask_categories(allowed: np.ndarray, n_real_keys: int, causal: bool, window: int = 0) -> np.ndarray:
+    """0 allowed, 1 blocked by padding, 2 blocked by causality, 3 both, 4 (a sliding window of
+    ``window`` keys only) a real, earlier key outside the window (q × k ints)."""
     tq, tk = allowed.shape
     pad = np.zeros((tq, tk), dtype=bool)
     pad[:, n_real_keys:] = True
     cau = np.triu(np.ones((tq, tk), dtype=bool), k=1) if causal else np.zeros((tq, tk), dtype=bool)
     cat = pad.astype(int) + 2 * cau.astype(int)
+    cat[(cat == 0) & window_cells(tq, tk, window)] = 4
     blocked = ~allowed.astype(bool)
     cat[~blocked] = 0
     cat[blocked & (cat == 0)] = 1  # blocked for another reason (e.g. left padding): call it padding
     return cat
 
 
-def _mask_scale() -> list:
-    """A discrete colour scale for the four mask categories (0..3)."""
+def _mask_scale(n: int = 4) -> list:
+    """A discrete colour scale for the first ``n`` mask categories (0..3, and 4: the window)."""
+    colours = list(style.MASK_COLOURS) + [WINDOW_COLOUR]
     stops = []
-    n = 4
     for i in range(n):
-        stops += [[i / n, style.MASK_COLOURS[i]], [(i + 1) / n, style.MASK_COLOURS[i]]]
+        stops += [[i / n, colours[i]], [(i + 1) / n, colours[i]]]
     return stops
 
 
 def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
-                n_real_keys: int, causal: bool, title: str = "masks",
+                n_real_keys: int, causal: bool, title: str = "masks", window: int = 0,
                 labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """Padding mask, causal mask and their combination (what the model used), side by side; the
     table names each cell's category. A block without a causal mask (encoder self-attention,
-    cross-attention) has the padding mask only: one panel, what the model used.
+    cross-attention) has the padding mask only: one panel, what the model used, and its legend
+    names padding only. A sliding-window layer (``window`` keys, causal blocks only) adds the
+    window's panel: the band of the ``window`` keys up to each query; earlier real keys are blocked.
 
-    Colours (Okabe–Ito): light = allowed, orange = padding, blue = causal, vermillion = both.
-    Panel titles are short and on two lines, so that three panels side by side keep them apart
-    even on a phone.
+    Colours (Okabe–Ito): light = allowed, orange = padding, blue = causal, vermillion = both,
+    bluish green = outside the window. Panel titles are short and on two lines, so that three
+    panels side by side keep them apart even on a phone.
     """
     L = _lab(labels)
     tq, tk = allowed.shape
+    window = int(window) if causal else 0
     pad_only = np.where(np.arange(tk)[None, :] >= n_real_keys, 1, 0) * np.ones((tq, 1), dtype=int)
     cau_only = np.where(np.triu(np.ones((tq, tk), dtype=bool), k=1), 2, 0) if causal else np.zeros((tq, tk), int)
-    combined = mask_categories(allowed, n_real_keys, causal)
+    win_only = np.where(window_cells(tq, tk, window), 4, 0)
+    combined = mask_categories(allowed, n_real_keys, causal, window)
     names = [L["mask_padding"], L["mask_causal"], L["mask_combined"]] if causal else [L["mask_padding_only"]]
     panels = (pad_only, cau_only, combined) if causal else (combined,)
-    cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both")])
+    if window:
+        names.insert(2, L["mask_window"].format(w=window))
+        panels = (pad_only, cau_only, win_only, combined)
+    kinds = ("allowed", "padding", "causal", "both") if causal else ("allowed", "padding")
+    kinds += ("outside_window",) if window else ()
+    cat_names = style.strings([style.esc(L[k]) for k in ("allowed", "padding", "causal", "both", "outside_window")])
+    n_cats = 5 if window else 4
     g = Grid(cols=len(panels), titles=[style.esc(n).replace("\n", "<br>") for n in names], hspace=0.06,
              title_size=12)
     ql = style.strings(style.token_labels(q_tokens))
@@ -156,7 +178,7 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
     traces = []
     small = max(tq, tk) <= style.CELL_TEXT_MAX
     lean = tq * tk > style.HOVER_CELLS_MAX  # big: int8 categories, the legend in the hover
-    legend = " · ".join(f"{i} {n}" for i, n in enumerate(cat_names))
+    legend = " · ".join(f"{i} {n}" for i, n in enumerate(cat_names) if i < n_cats and (causal or i < 2))
     last = len(panels) - 1
     for c, cat in enumerate(panels):
         if lean:
@@ -172,8 +194,8 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
         # wider than that (0.7-0.8 em); counted as two characters they fit their cells on any screen
         cells = np.where(cat == 0, "✓\u200b", "×\u200b") if small else None
         traces.append(style.trace(
-            "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=3.5,
-            colorscale=_mask_scale(), showscale=False, xgap=0 if lean else 1, ygap=0 if lean else 1,
+            "heatmap", z=cat.astype(np.int8), x=np.arange(tk), y=np.arange(tq), zmin=-0.5, zmax=n_cats - 0.5,
+            colorscale=_mask_scale(n_cats), showscale=False, xgap=0 if lean else 1, ygap=0 if lean else 1,
             text=cells, texttemplate="%{text}" if small else None,
             customdata=custom, name=style.esc(names[c].replace("\n", " ")), xaxis=g.x(0, c), yaxis=g.y(0, c),
             hovertemplate=hover,
@@ -184,14 +206,17 @@ def mask_figure(allowed: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence
         g.axes(0, c, x=x, y=y)
     # the colours' meaning as a legend under the panels (it wraps on a narrow screen; a colour bar would
     # take a third of a phone's width)
+    colours = list(style.MASK_COLOURS) + [WINDOW_COLOUR]
     for i, name in enumerate(cat_names):
+        if ("allowed", "padding", "causal", "both", "outside_window")[i] not in kinds:
+            continue  # only the masks this block has
         traces.append(style.trace("scatter", x=[None], y=[None], mode="markers", name=str(name), hoverinfo="skip",
-                                  marker=dict(symbol="square", size=12, color=style.MASK_COLOURS[i],
+                                  marker=dict(symbol="square", size=12, color=colours[i],
                                               line=dict(color="#9e9e9e", width=1)), xaxis=g.x(0, last), yaxis=g.y(0, last)))
     fig = g.figure(traces, title=title, height=_square_height(tq) + 20, plot_bgcolor="white", showlegend=True,
                    legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left"),
                    margin=dict(b=140))
-    words = np.array([L[k] for k in ("allowed", "cat_padding", "cat_causal", "cat_both")], dtype=object)
+    words = np.array([L[k] for k in ("allowed", "cat_padding", "cat_causal", "cat_both", "cat_window")], dtype=object)
     return fig, matrix_df(words[combined], q_tokens, k_tokens, row_name=L["query"], col_name=L["key"])
 
 

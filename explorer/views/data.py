@@ -26,7 +26,10 @@ STORED = ("hook_embed", "hook_pos_embed", "hook_q", "hook_k", "hook_v", "hook_sc
           # the rest of the block (the residual stream, its sums and norms, the feed-forward)
           "hook_resid_pre", "hook_attn_sum", "hook_resid_mid", "hook_cross_sum", "hook_resid_mid_cross",
           "hook_attn_normed", "hook_ffn_normed", "hook_ffn_hidden", "hook_ffn_out", "hook_ffn_sum",
-          "hook_resid_post")
+          "hook_resid_post",
+          # what some families add (issue 24): QK-norm, T5's position bias, a softcap, Gemma's and T5's norms
+          "hook_q_normed", "hook_k_normed", "hook_position_bias", "hook_capped_scores", "hook_cross_normed",
+          "hook_attn_out_normed", "hook_ffn_out_normed")
 
 
 @dataclass

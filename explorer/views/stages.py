@@ -47,6 +47,7 @@ from . import attention as av
 from . import decoding as dv
 from . import positional as pv
 from . import pretrained as pt
+from . import qknorm as qv
 from . import style
 from . import tokens as tv
 from . import block as bv
@@ -128,9 +129,14 @@ class Stage:
         key = f"stage.{self.id}.title.{v}"
         return i18n.t(key if v and key in i18n.WORDS else f"stage.{self.id}.title", lang)
 
+    def _explain_key(self, v: str | None) -> str:
+        """stage.{id}.explain.{v}, or stage.{id}.explain for a variant with no words of its own."""
+        key = f"stage.{self.id}.explain" + (f".{v}" if v else "")
+        return key if key in i18n.WORDS or not v else f"stage.{self.id}.explain"
+
     def explain(self, lang: str = "en", ctx: "_Ctx | None" = None) -> str:
         v = self._variant(ctx)
-        text = i18n.t(f"stage.{self.id}.explain" + (f".{v}" if v else ""), lang)
+        text = i18n.t(self._explain_key(v), lang)
         if ctx is not None and self.fill is not None:
             text = text.format(**self.fill(ctx))
         return text
@@ -144,7 +150,7 @@ class Stage:
         """Every catalogue key this record can show."""
         keys = [f"stage.{self.id}.title"]
         keys += [f"stage.{self.id}.title.{v}" for v in self.variants if f"stage.{self.id}.title.{v}" in i18n.WORDS]
-        keys += [f"stage.{self.id}.explain.{v}" for v in self.variants] or [f"stage.{self.id}.explain"]
+        keys += list(dict.fromkeys(self._explain_key(v) for v in self.variants)) or [f"stage.{self.id}.explain"]
         return keys
 
 
@@ -325,6 +331,97 @@ def _bias(on: bool, b: str) -> str:
     return f" + {b}" if on else ""
 
 
+# --- what a family does (issue 24): norm kind and placement, positions, window, scale -------------
+# ModelInfo.norm is "{placement}-{norm}": "post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm",
+# "sandwich-RMSNorm(1+w)"; a combination the words do not know gets a variant that says so.
+
+KNOWN_NORMS = ("post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm", "sandwich-RMSNorm(1+w)")
+POSITIONAL_KEYS = {"sinusoidal": "positional.sinusoidal", "learned": "positional.learned",
+                   "rotary": "positional.rotary", "relative": "positional.relative"}
+
+
+def _placement(info: dict) -> str:
+    """"post" | "pre" | "sandwich" (or what the model says) from ModelInfo.norm."""
+    return str(info.get("norm") or "post-LayerNorm").split("-", 1)[0]
+
+
+def _norm_name(info: dict) -> str:
+    """"LayerNorm" | "RMSNorm" | "RMSNorm(1+w)" (Gemma: x / rms(x) · (1 + w))."""
+    return str(info.get("norm") or "post-LayerNorm").split("-", 1)[-1]
+
+
+def _norm_tex(info: dict) -> str:
+    name = _norm_name(info)
+    return r"\mathrm{RMSNorm}_{1+w}" if name == "RMSNorm(1+w)" else r"\mathrm{" + name.replace("(", "").replace(")", "") + "}"
+
+
+def _layer_norm(info: dict) -> bool:
+    """The norm subtracts the mean (LayerNorm: μ and σ) rather than dividing by the rms alone."""
+    return _norm_name(info) == "LayerNorm"
+
+
+def _family(info: dict) -> str:
+    return str(info.get("family") or "")
+
+
+def _family_label(info: dict) -> str:
+    return str(info.get("family") or info.get("name") or "")
+
+
+def _scale_of(info: dict) -> float:
+    """What the scores are multiplied by: info.attn_scale, else 1/√d_head."""
+    return float(info.get("attn_scale") or 0.0) or 1.0 / float(np.sqrt(int(info["d_head"])))
+
+
+def _scale_kind(info: dict) -> str:
+    """"sqrt" (1/√d_k), "none" (T5: 1) or "custom" (another scale from the configuration)."""
+    s, d = float(info.get("attn_scale") or 0.0), int(info["d_head"])
+    if not s or abs(s - 1.0 / np.sqrt(d)) < 1e-9 * max(1.0, s):
+        return "sqrt"
+    return "none" if s == 1.0 else "custom"
+
+
+def _scaled_tex(c: "_Ctx", dot: str) -> str:
+    """``dot`` (a q·k term) as the model scales it, with T5's bias and a softcap where there are."""
+    kind = _scale_kind(c.info)
+    out = {"sqrt": r"\frac{" + dot + r"}{\sqrt{d_k}}", "none": dot,
+           "custom": rf"{_num(_scale_of(c.info), 4)}\, {dot}"}[kind]
+    cap = float(c.info.get("attn_softcap") or 0.0)
+    if cap:
+        out = rf"{_num(cap)}\tanh\!\big(({out}) / {_num(cap)}\big)"
+    if c.info.get("positional") == "relative" and c.sel.block.endswith("self_attn"):
+        out += r" + B_{ij}"
+    return out
+
+
+def _windowed_layers(info: dict) -> tuple[int, ...]:
+    if info.get("kind") != "decoder" or not int(info.get("sliding_window") or 0):
+        return ()
+    return tuple(info.get("window_layers") or ())
+
+
+def _model_window(c: "_Ctx") -> int:
+    """The model's sliding window (keys) in the selected block and layer, 0: none there."""
+    if c.sel.block != "decoder.self_attn" or c.sel.layer not in _windowed_layers(c.info):
+        return 0
+    return int(c.info["sliding_window"])
+
+
+def _layer_base(c: "_Ctx") -> float:
+    """The rotary base of the selected layer: Gemma's local layers have a base of their own."""
+    local = c.info.get("positional_base_local")
+    return float(local) if local and _model_window(c) else c.base
+
+
+def _rot_dims(c: "_Ctx") -> int:
+    """The rotated dimensions of each head (partial rotary: fewer than d_head)."""
+    return int(c.info.get("rotary_dims") or 0) or c.d_head
+
+
+def _layer_list(layers) -> str:
+    return ", ".join(str(i) for i in layers) or "—"
+
+
 # --- tokens and positions ---------------------------------------------------------------------
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "<|endoftext|>",
@@ -376,17 +473,49 @@ def _pe(c: _Ctx) -> np.ndarray | None:
 
 
 def _embedding_variant(c: _Ctx) -> str:
-    if _rotary_model(c.info):
-        return "rotary"
+    scaled = float(c.info.get("embed_scale") or 1.0) != 1.0
+    pos = c.info.get("positional")
+    if pos == "rotary":
+        return "rotary_scaled" if scaled else "rotary"
+    if pos == "relative":
+        return "unknown" if scaled or c.info.get("embed_norm") else "relative"
+    if pos not in ("sinusoidal", "learned"):
+        return "unknown"
     if c.info.get("embed_norm"):
-        return "learned"
-    return "scaled" if float(c.info.get("embed_scale") or 1.0) != 1.0 else "unscaled"
+        if scaled:
+            return "unknown"
+        return "learned" if _family(c.info) in ("", "bert") else "learned_family"
+    return "scaled" if scaled else "unscaled"
+
+
+def _type_embedding(info: dict) -> bool:
+    """BERT and RoBERTa add a token-type embedding (type 0); DistilBERT has none."""
+    return _family(info) != "distilbert"
+
+
+def _embedding_words(c: _Ctx) -> dict:
+    parts = c.words("embedding.parts_type" if _type_embedding(c.info) else "embedding.parts_no_type")
+    if _family(c.info) == "roberta":
+        parts += c.words("embedding.roberta_offset")
+    return {"family": _family_label(c.info), "parts": parts, "pos": c.info.get("positional"),
+            "norm": str(c.info.get("embed_norm"))}
 
 
 def _embedding_formula(c: _Ctx) -> str:
     v, d = _embedding_variant(c), int(c.info["d_model"])
     if v == "rotary":
         return r"x_i = E[t_i] \qquad (" + _tx(c, "rotated") + ")"
+    if v == "rotary_scaled":
+        return (rf"x_i = E[t_i]\,\sqrt{{d_{{model}}}},\qquad \sqrt{{{d}}} = {float(c.info['embed_scale']):.2f}"
+                r"\qquad (" + _tx(c, "rotated") + ")")
+    if v == "relative":
+        return r"x_i = E[t_i] \qquad (" + _tx(c, "relative_bias") + ")"
+    if v == "unknown":
+        return r"x_i = E[t_i] \cdots"
+    if v == "learned_family":
+        typ = r" + E_{type}[0]" if _type_embedding(c.info) else ""
+        row = r"P[i + p + 1]" if _family(c.info) == "roberta" else "P[i]"
+        return r"x_i = \mathrm{LayerNorm}\big(E[t_i]" + typ + " + " + row + r"\big)"
     if v == "learned":
         return r"x_i = \mathrm{LayerNorm}\big(E[t_i] + E_{type}[0] + P[i]\big)"
     if v == "scaled":
@@ -405,15 +534,17 @@ def _embedding_fill(c: _Ctx) -> dict:
     pe = _pe(c)
     return {"d": int(c.info["d_model"]), "scale": f"{float(c.info.get('embed_scale') or 1):.2f}",
             "rms_e": f"{_rms(emb):.2f}", "rms_pe": f"{_rms(pe[:n]) if pe is not None else 0:.2f}",
-            "rms_raw": f"{_rms(emb) / float(c.info.get('embed_scale') or 1):.3f}"}
+            "rms_raw": f"{_rms(emb) / float(c.info.get('embed_scale') or 1):.3f}", **_embedding_words(c)}
 
 
 def _embedding_shape(c: _Ctx) -> list:
     v = _embedding_variant(c)
-    name = {"scaled": "E[t]·√d_model", "learned": "E[t] + E_type[0]"}.get(v, "E[t]")
+    name = {"scaled": "E[t]·√d_model", "rotary_scaled": "E[t]·√d_model", "learned": "E[t] + E_type[0]",
+            "learned_family": "E[t] + E_type[0]" if _type_embedding(c.info) else "E[t]"}.get(v, "E[t]")
     out = [_dims(c, name, f"{c.stack}.hook_embed", ("batch", "positions", "d_model"))]
     if f"{c.stack}.hook_pos_embed" in c.run:
-        out.append(_dims(c, "P" if v == "learned" else "PE", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model")))
+        out.append(_dims(c, "P" if v.startswith("learned") else "PE", f"{c.stack}.hook_pos_embed",
+                         ("one", "positions", "d_model")))
     x0 = f"{c.stack}.blocks.0.hook_resid_pre"
     if x0 in c.run:
         out.append(_dims(c, "tensor.block0_input", x0, ("batch", "positions", "d_model")))
@@ -421,12 +552,13 @@ def _embedding_shape(c: _Ctx) -> list:
 
 
 @stage("embedding", section="position", per_head=False, formula=_embedding_formula, shape=_embedding_shape,
-       variants=("scaled", "learned", "rotary", "unscaled"), variant=_embedding_variant, fill=_embedding_fill)
+       variants=("scaled", "learned", "rotary", "unscaled", "rotary_scaled", "relative", "learned_family", "unknown"),
+       variant=_embedding_variant, fill=_embedding_fill)
 def _embedding(c: _Ctx, title: str, opts: dict):
     emb = c.run[f"{c.stack}.hook_embed"][c.sel.sentence]
     pe = _pe(c)
     names = None
-    if _embedding_variant(c) == "learned":
+    if _embedding_variant(c) in ("learned", "learned_family") and pe is not None:
         names = (c.L["embedding_type"], c.L["pos_learned"], c.L["sum_norm"])
     elif pe is None:
         names = (c.L["embedding_only"],)
@@ -442,16 +574,30 @@ def _sinusoidal_note(c: _Ctx) -> str | None:
 SINUSOIDAL = r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{n^{2i/d_{model}}}\right)"
 
 
-def _pe_heatmap_formula(c: _Ctx) -> str:
+SINUSOIDAL_SPLIT = (r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad "
+                    r"PE_{(pos,\,d_{model}/2 + i)} = \cos\!\left(\frac{pos}{n^{2i/d_{model}}}\right),\quad i < d_{model}/2")
+
+
+def _pe_heatmap_variant(c: _Ctx) -> str:
     if _learned(c.info):
-        return (r"P_{pos} = W_P[pos] \in \mathbb{R}^{d_{model}},\quad pos = 0,\dots," + str(int(c.info["max_len"]) - 1)
+        return "learned_offset" if _family(c.info) == "roberta" else "learned"
+    return "sinusoidal_split" if _family(c.info) == "marian" else "sinusoidal"
+
+
+def _pe_heatmap_formula(c: _Ctx) -> str:
+    v = _pe_heatmap_variant(c)
+    if v.startswith("learned"):
+        row = "pos + p + 1" if v == "learned_offset" else "pos"
+        return (rf"P_{{pos}} = W_P[{row}] \in \mathbb{{R}}^{{d_{{model}}}},\quad pos = 0,\dots," + str(int(c.info["max_len"]) - 1)
                 + r"\quad(" + _tx(c, "trained") + ")")
-    return SINUSOIDAL + rf",\qquad n = {_num(c.base)},\ d_{{model}} = {int(c.info['d_model'])}"
+    table = SINUSOIDAL_SPLIT if v == "sinusoidal_split" else SINUSOIDAL
+    return table + rf",\qquad n = {_num(c.base)},\ d_{{model}} = {int(c.info['d_model'])}"
 
 
-@stage("pe_heatmap", section="position", per_head=False, applies=lambda i: not _rotary_model(i),
-       note=_sinusoidal_note, formula=_pe_heatmap_formula, variants=("sinusoidal", "learned"),
-       variant=lambda c: "learned" if _learned(c.info) else "sinusoidal",
+@stage("pe_heatmap", section="position", per_head=False,
+       applies=lambda i: i.get("positional") in ("sinusoidal", "learned"),
+       note=_sinusoidal_note, formula=_pe_heatmap_formula,
+       variants=("sinusoidal", "learned", "sinusoidal_split", "learned_offset"), variant=_pe_heatmap_variant,
        fill=lambda c: {"n": _num(c.base), "d": int(c.info["d_model"]), "rows": int(c.info["max_len"]),
                        "T": 0 if _pe(c) is None else int(_pe(c).shape[0])},
        shape=lambda c: [_dims(c, "PE", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model"))]
@@ -479,27 +625,55 @@ def _pe_learned_sim(c: _Ctx, title: str, opts: dict):
     return pt.learned_similarity(pe, c.q_tokens[: pe.shape[0]], title=title, labels=c.L)
 
 
-@stage("rope_freqs", section="position", per_head=False, applies=_rotary_model,
-       shape=lambda c: [("θ", "", (("pairs", int(c.d_head) // 2),))],
-       formula=lambda c: r"\theta_i = " + _tx(c, "base") + r"^{-2i/d_{head}},\quad (q_i, q_{i+d/2}) \mapsto R(\theta_i\, pos)\,(q_i, q_{i+d/2})")
+def _rope_formula(c: _Ctx) -> str:
+    r, d = _rot_dims(c), c.d_head
+    dims = r"d_{head}" if r == d else r"d_{rot}"
+    f = (r"\theta_i = " + _tx(c, "base") + rf"^{{-2i/{dims}}},\quad (q_i, q_{{i+{dims}/2}}) \mapsto R(\theta_i\, pos)\,"
+         rf"(q_i, q_{{i+{dims}/2}})")
+    f += rf",\qquad {_tx(c, 'base')} = {_num(_layer_base(c))}"
+    return f + (rf",\ d_{{rot}} = {r} < d_{{head}} = {d}" if r != d else "")
+
+
+def _rope_layer_words(c: _Ctx) -> list[str]:
+    """The layer's own base (models whose local layers have another) and partial rotary, as sentences."""
+    out = []
+    local, layers = c.info.get("positional_base_local"), _windowed_layers(c.info)
+    if local and layers and float(local) != c.base:
+        n_layers = int(c.info["n_layers"])
+        others = [i for i in range(n_layers) if i not in layers]
+        mine = _model_window(c) > 0
+        out.append(c.words("rope.layer_base", layer=c.sel.layer,
+                           kind=c.words("rope.local" if mine else "rope.global"), n=_num(_layer_base(c)),
+                           other=c.words("rope.global" if mine else "rope.local"),
+                           layers=_layer_list(others if mine else layers), m=_num(c.base if mine else float(local))))
+    r = _rot_dims(c)
+    if r != c.d_head:
+        out.append(c.words("rope.partial", r=r, d=c.d_head, rest=c.d_head - r))
+    return out
+
+
+@stage("rope_freqs", section="position", applies=_rotary_model, formula=_rope_formula,
+       note=lambda c: " ".join(_rope_layer_words(c)) or None,
+       shape=lambda c: [("θ", "", (("pairs", _rot_dims(c) // 2),))])
 def _rope_freqs(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
         return _not_for(c, title, "needs.rotary")
-    return pt.rotary_frequencies_figure(c.d_head, c.base, title=f"{title} ({c.L['base']} {c.base:g}, d_head {c.d_head})",
-                                        labels=c.L)
+    base, r = _layer_base(c), _rot_dims(c)
+    dims = f"d_head {c.d_head}" if r == c.d_head else f"d_rot {r} / d_head {c.d_head}"
+    return pt.rotary_frequencies_figure(r, base, title=f"{title} ({c.L['base']} {base:g}, {dims})", labels=c.L)
 
 
 def _rotary_note(c: _Ctx) -> str | None:
-    return c.words("pe_rotary_note", n=f"{c.base:g}", d=c.d_head)
+    return " ".join([c.words("pe_rotary_note", n=f"{_layer_base(c):g}", d=c.d_head)] + _rope_layer_words(c))
 
 
-@stage("rope_distance", section="position", per_head=False, applies=_rotary_model, note=_rotary_note,
+@stage("rope_distance", section="position", applies=_rotary_model, note=_rotary_note,
        shape=lambda c: [("q, k", "", (("d_k", int(c.d_head)),))],
        formula=r"(R_m q)\cdot(R_n k) = q^\top R_{n-m}\, k")
 def _rope_distance(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
         return _not_for(c, title, "needs.rotary")
-    return pv.rotary_figure(c.d_head, c.base, max(64, len(c.q_tokens)), title=title, labels=c.L)
+    return pv.rotary_figure(_rot_dims(c), _layer_base(c), max(64, len(c.q_tokens)), title=title, labels=c.L)
 
 
 def _pe_params(c: _Ctx, opts: dict) -> tuple[int, int, float, list[str] | None]:
@@ -519,7 +693,7 @@ def _drawn(c: _Ctx) -> str:
 def _pe_drawn_fill(c: _Ctx) -> dict:
     n, d, base, _ = _pe_params(c, c.opts)
     return {"n": _num(base), "d": d, "positions": n, "last": n - 1,
-            "kind": c.words(f"positional.{c.info.get('positional')}")}
+            "kind": c.words(POSITIONAL_KEYS.get(str(c.info.get("positional")), "positional.unknown"))}
 
 
 def _pe_shape(c: _Ctx) -> list:
@@ -597,7 +771,11 @@ def _grouped(info: dict) -> bool:
     return int(info.get("n_kv_heads") or info["n_heads"]) < int(info["n_heads"])
 
 
-@stage("gqa", section="qkv", applies=_grouped,
+@stage("gqa", section="qkv", applies=_grouped, variants=("grouped", "mqa"),
+       variant=lambda c: "mqa" if int(c.info.get("n_kv_heads") or 0) == 1 else "grouped",
+       fill=lambda c: {"h": int(c.info["n_heads"]), "kv": int(c.info["n_kv_heads"]),
+                       "g": int(c.info["n_heads"]) // int(c.info["n_kv_heads"])},
+       note=lambda c: kv_head_note(c.info, c.sel.head, c.lang),
        shape=lambda c: [("W_K, W_V", "", (("d_model", int(c.info["d_model"])),
                                           ("kv_heads", int(c.info["n_kv_heads"])), ("d_k", int(c.d_head)))),
                         _dims(c, "K, V", "hook_k", ("batch", "heads", _kv_pos(c), "d_k"))],
@@ -645,27 +823,105 @@ def _weights(c: _Ctx, title: str, opts: dict):
 def _qkv_variant(c: _Ctx) -> str:
     if c.sel.block.endswith("cross_attn"):
         return "cross"
-    return "rotary" if _rotary_model(c.info) else "self"
+    if _rotary_model(c.info):
+        plain = (c.info.get("norm") == "pre-RMSNorm" and not c.info.get("qk_norm") and not c.info.get("qkv_bias", True)
+                 and _rot_dims(c) == c.d_head and not c.info.get("positional_base_local"))
+        return "rotary" if plain else "rotary_family"
+    return "self" if _placement(c.info) == "post" else "self_pre"
 
 
 def _qkv_formula(c: _Ctx) -> str:
     v, bias = _qkv_variant(c), bool(c.info.get("qkv_bias", True))
     b = {m: _bias(bias, f"b_{m}^{{(h)}}") for m in "QKV"}
-    if v == "rotary":
+    pre = _placement(c.info) != "post"
+    x = r"\hat X" if pre else "X"
+    normed = rf",\quad \hat X = {_norm_tex(c.info)}(X)" if pre else ""
+    if v.startswith("rotary"):
         g = "g" if _grouped(c.info) else "h"
-        return (rf"Q^{{(h)}} = \mathrm{{RoPE}}(\hat X W_Q^{{(h)}}{b['Q']}),\ K^{{(h)}} = \mathrm{{RoPE}}(\hat X W_K^{{({g})}}{b['K']}),"
-                rf"\ V^{{(h)}} = \hat X W_V^{{({g})}}{b['V']},\quad \hat X = \mathrm{{RMSNorm}}(X)")
+        qn = (lambda t, m: rf"{_norm_tex(c.info)}_{m}({t})") if c.info.get("qk_norm") else (lambda t, m: t)
+        q, k = qn(rf"{x} W_Q^{{(h)}}{b['Q']}", "q"), qn(rf"{x} W_K^{{({g})}}{b['K']}", "k")
+        return (rf"Q^{{(h)}} = \mathrm{{RoPE}}({q}),\ K^{{(h)}} = \mathrm{{RoPE}}({k}),"
+                rf"\ V^{{(h)}} = {x} W_V^{{({g})}}{b['V']}" + normed)
     if v == "cross":
-        return (rf"Q^{{(h)}} = Y W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = H W_K^{{(h)}}{b['K']},\quad "
-                rf"V^{{(h)}} = H W_V^{{(h)}}{b['V']},\qquad H = " + _tx(c, "encoder_output"))
-    return rf"Q^{{(h)}} = X W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = X W_K^{{(h)}}{b['K']},\quad V^{{(h)}} = X W_V^{{(h)}}{b['V']}"
+        y, tail = (r"\hat Y", rf",\ \hat Y = {_norm_tex(c.info)}(Y)") if pre else ("Y", "")
+        return (rf"Q^{{(h)}} = {y} W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = H W_K^{{(h)}}{b['K']},\quad "
+                rf"V^{{(h)}} = H W_V^{{(h)}}{b['V']},\qquad H = " + _tx(c, "encoder_output") + tail)
+    return (rf"Q^{{(h)}} = {x} W_Q^{{(h)}}{b['Q']},\quad K^{{(h)}} = {x} W_K^{{(h)}}{b['K']},\quad "
+            rf"V^{{(h)}} = {x} W_V^{{(h)}}{b['V']}" + normed)
 
 
-@stage("qkv", section="qkv", formula=_qkv_formula, shape=_qkv_shapes, variants=("self", "cross", "rotary"),
-       variant=_qkv_variant, fill=lambda c: {"layer": c.sel.layer, "last": int(c.info["n_layers"]) - 1})
+def _qkv_fill(c: _Ctx) -> dict:
+    norm = _norm_name(c.info)
+    return {"layer": c.sel.layer, "last": int(c.info["n_layers"]) - 1, "norm": norm,
+            "qk": c.words("qkv.qk_norm", norm=norm) if c.info.get("qk_norm") else "",
+            "partial": c.words("qkv.partial", r=_rot_dims(c), d=c.d_head) if _rot_dims(c) != c.d_head else "",
+            "base": _num(_layer_base(c)) if _rotary_model(c.info) else "",
+            "bias": c.words("qkv.bias" if c.info.get("qkv_bias", True) else "qkv.no_bias")}
+
+
+@stage("qkv", section="qkv", formula=_qkv_formula, shape=_qkv_shapes,
+       variants=("self", "cross", "rotary", "self_pre", "rotary_family"), variant=_qkv_variant, fill=_qkv_fill,
+       note=lambda c: kv_head_note(c.info, c.sel.head, c.lang))
 def _qkv(c: _Ctx, title: str, opts: dict):
     return av.qkv_figure(c.t("hook_q"), c.t("hook_k"), c.t("hook_v"), c.q_tokens, c.k_tokens, title=title,
                          labels=c.L)
+
+
+def _qk_norm(info: dict) -> bool:
+    return bool(info.get("qk_norm"))
+
+
+def qk_norm_data(c: _Ctx) -> dict | None:
+    """The selected head's q and its K/V head's k on the real tokens, before their norm (recomputed
+    from the attention's input and W_Q, W_K; None without the weights) and after it
+    (hook_q_normed, hook_k_normed), and the head's scores without rotary from both: how far the
+    norm keeps them in range."""
+    name_q, name_k = f"{c.p}.hook_q_normed", f"{c.p}.hook_k_normed"
+    if name_q not in c.run or name_k not in c.run:
+        return None
+    n = c.n_q
+    n_heads, n_kv = int(c.info["n_heads"]), int(c.info.get("n_kv_heads") or c.info["n_heads"])
+    kv = kv_head_of(c.sel.head, n_heads, n_kv)
+    q_after = c.run[name_q][c.sel.sentence, c.sel.head, :n].astype(np.float64)  # (T, hs)
+    k_after = c.run[name_k][c.sel.sentence, kv, :n].astype(np.float64)  # (T, hs)
+    q_before = k_before = None
+    w, x_name = c.weights, _block_hook(c, "hook_attn_normed")
+    if w is not None and f"{c.p}.W_Q" in w and x_name in c.run:
+        hw = head_weights(w, c.p, c.sel.head, n_heads, c.d_head)
+        x = c.run[x_name][c.sel.sentence, :n].astype(np.float64)  # (T, d_model)
+        q_before = x @ hw["W_Q"] + (0 if hw["b_Q"] is None else hw["b_Q"])
+        k_before = x @ hw["W_K"] + (0 if hw["b_K"] is None else hw["b_K"])
+    scale = _scale_of(c.info)
+    return {"kv": kv, "q_after": q_after, "k_after": k_after, "q_before": q_before, "k_before": k_before,
+            "scores_after": scale * q_after @ k_after.T,
+            "scores_before": None if q_before is None else scale * q_before @ k_before.T}
+
+
+def _qk_norm_fill(c: _Ctx) -> dict:
+    d = qk_norm_data(c)
+    if d is None:
+        return {"norm": _norm_name(c.info), "after": "—", "before": "—", "rms_q": "—", "rms_k": "—", "kv": "—"}
+    big = lambda x: "—" if x is None else f"{float(np.abs(x).max(initial=0.0)):.2f}"  # noqa: E731
+    rms = lambda x: "—" if x is None else f"{_rms(x):.2f}"  # noqa: E731
+    return {"norm": _norm_name(c.info), "after": big(d["scores_after"]), "before": big(d["scores_before"]),
+            "rms_q": rms(d["q_before"]), "rms_k": rms(d["k_before"]), "kv": d["kv"]}
+
+
+@stage("qk_norm", section="qkv", applies=_qk_norm, blocks=("decoder.self_attn", "encoder.self_attn"),
+       fill=_qk_norm_fill,
+       formula=lambda c: (rf"\hat q = {_norm_tex(c.info)}(q) = \frac{{q}}{{\sqrt{{\tfrac{{1}}{{d_k}}\sum_i q_i^2 + \varepsilon}}}}"
+                          + (r" \odot (1 + \gamma)" if _norm_name(c.info) == "RMSNorm(1+w)" else r" \odot \gamma")
+                          + r",\quad \hat k = \mathrm{same}(k),\quad |\hat q \cdot \hat k| \le d_k \max|\gamma'|^2"),
+       shape=lambda c: [_dims(c, "q̂", "hook_q_normed", ("batch", "heads", "positions", "d_k")),
+                        _dims(c, "k̂", "hook_k_normed", ("batch", "kv_heads", "positions", "d_k"))]
+       if f"{c.p}.hook_q_normed" in c.run else [])
+def _qk_norm_stage(c: _Ctx, title: str, opts: dict):
+    d = qk_norm_data(c)
+    if d is None:
+        return _not_for(c, title, "qk_norm.needs")
+    return qv.qk_norm_figure(d["q_before"], d["q_after"], d["k_before"], d["k_after"], d["scores_before"],
+                             d["scores_after"], c.q_tokens[: c.n_q], kv_head=d["kv"], head=c.sel.head,
+                             title=title, labels=c.L)
 
 
 # --- scores, masks, weights ----------------------------------------------------------------------
@@ -681,19 +937,56 @@ def _qk(c: _Ctx, title: str, opts: dict):
 
 
 @stage("scaled", section="scores", click="cell", shape=_square("Q·Kᵀ/√d_k", "hook_scores"),
-       fill=lambda c: {"k": c.d_head, "sqrt": f"{np.sqrt(c.d_head):.2f}"}, formula=r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}")
+       variants=("sqrt", "none", "custom"), variant=lambda c: _scale_kind(c.info),
+       fill=lambda c: {"k": c.d_head, "sqrt": f"{np.sqrt(c.d_head):.2f}", "scale": _num(_scale_of(c.info), 4),
+                       "inv": f"{1 / np.sqrt(c.d_head):.4f}"},
+       formula=lambda c: {"sqrt": r"\tilde S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}",
+                          "none": r"\tilde S_{ij} = q_i \cdot k_j\quad(" + _tx(c, "not_scaled") + ")",
+                          "custom": rf"\tilde S_{{ij}} = s\, q_i \cdot k_j,\quad s = {_num(_scale_of(c.info), 4)}"}
+       [_scale_kind(c.info)])
 def _scaled(c: _Ctx, title: str, opts: dict):
     zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
     return av.scores_figure(c.t("hook_scores"), c.q_tokens, c.k_tokens, title=title, labels=c.L,
                             value_name="q·k/√d_k", zmax=zmax)
 
 
+def mask_window(c: _Ctx) -> int:
+    """The sliding window the drawn mask has: measured from hook_mask (an edited run's window=N
+    too; a real query that sees fewer real keys than it could), else the model's own for the layer."""
+    if not c.causal:
+        return 0
+    m = c.t("hook_mask")[: c.n_q, : c.n_k]
+    n = min(c.n_q, c.n_k)
+    counts = m[:n, :n].sum(-1)
+    if n and (counts < np.arange(1, n + 1)).any():
+        return int(counts.max())
+    return _model_window(c)
+
+
 def _mask_variant(c: _Ctx) -> str:
+    if c.causal and mask_window(c):
+        return "window"
     return "causal" if c.causal else "cross" if c.sel.block.endswith("cross_attn") else "padding"
+
+
+def _mask_note(c: _Ctx) -> str | None:
+    layers = _windowed_layers(c.info)
+    if c.sel.block != "decoder.self_attn" or not layers:
+        return None
+    n, w = int(c.info["n_layers"]), int(c.info["sliding_window"])
+    others = [i for i in range(n) if i not in layers]
+    kind = c.words("rope.local" if c.sel.layer in layers else "rope.global")
+    text = (c.words("mask.window_all", w=w, w1=w - 1) if not others else
+            c.words("mask.window_layers", w=w, w1=w - 1, local=_layer_list(layers), other=_layer_list(others),
+                    layer=c.sel.layer, kind=kind))
+    return text + " " + c.words("mask.window_hint")
 
 
 def _mask_formula(c: _Ctx) -> str:
     v = _mask_variant(c)
+    if v == "window":
+        return (r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"} \wedge \underbrace{[\,j \le i\,]}_{"
+                + _tx(c, "causal") + r"} \wedge \underbrace{[\,j > i - w\,]}_{" + _tx(c, "window") + rf"}},\quad w = {mask_window(c)}")
     if v == "causal":
         return (r"M_{ij} = \underbrace{[\,j < T_{real}\,]}_{" + _tx(c, "padding") + r"} \wedge \underbrace{[\,j \le i\,]}_{"
                 + _tx(c, "causal") + "}")
@@ -704,10 +997,11 @@ def _mask_formula(c: _Ctx) -> str:
 
 
 @stage("mask", section="scores", formula=_mask_formula, shape=_square("M", "hook_mask", mask=True),
-       variants=("causal", "padding", "cross"), variant=_mask_variant)
+       variants=("causal", "padding", "cross", "window"), variant=_mask_variant, note=_mask_note,
+       fill=lambda c: {"w": mask_window(c), "w1": max(mask_window(c) - 1, 0)})
 def _mask(c: _Ctx, title: str, opts: dict):
     return av.mask_figure(c.t("hook_mask"), c.q_tokens, c.k_tokens, n_real_keys=c.n_k, causal=c.causal,
-                          title=title, labels=c.L)
+                          window=mask_window(c), title=title, labels=c.L)
 
 
 def _minus_1e9(c: _Ctx) -> dict:
@@ -727,8 +1021,28 @@ def _minus_1e9(c: _Ctx) -> dict:
     return {"diff": f"{diff:.1e}" if diff else "0", "blocked": int((~m[rows]).sum())}
 
 
+def _masked_note(c: _Ctx) -> str | None:
+    if c.info.get("positional") == "relative" and c.sel.block.endswith("self_attn"):
+        return c.words("masked.relative_bias")
+    if float(c.info.get("attn_softcap") or 0.0):
+        return c.words("masked.softcap", c=_num(float(c.info["attn_softcap"])))
+    return None
+
+
+def _masked_input(c: _Ctx) -> str:
+    s = r"\tilde S_{ij}"
+    cap = float(c.info.get("attn_softcap") or 0.0)
+    if cap:
+        s = rf"{_num(cap)}\tanh(\tilde S_{{ij}} / {_num(cap)})"
+    if c.info.get("positional") == "relative" and c.sel.block.endswith("self_attn"):
+        s += r" + B_{ij}"
+    return s
+
+
 @stage("masked", section="scores", click="cell", fill=_minus_1e9, shape=_square("Ŝ", "hook_masked_scores"),
-       formula=lambda c: r"\hat S_{ij} = \begin{cases} \tilde S_{ij} & M_{ij} \\ -\infty & " + _tx(c, "otherwise") + r" \end{cases}")
+       note=_masked_note,
+       formula=lambda c: r"\hat S_{ij} = \begin{cases} " + _masked_input(c) + r" & M_{ij} \\ -\infty & "
+       + _tx(c, "otherwise") + r" \end{cases}")
 def _masked(c: _Ctx, title: str, opts: dict):
     ms = c.t("hook_masked_scores")
     blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
@@ -779,9 +1093,13 @@ def _decoder_only(info: dict) -> bool:
 
 
 def _next_token_formula(c: _Ctx) -> str:
-    h = r"\mathrm{RMSNorm}(h_i)" if c.info.get("final_norm") else "h_i"
+    h = rf"{_norm_tex(c.info)}(h_i)" if c.info.get("final_norm") else "h_i"
     w = r",\quad W_{out} = E\ (" + _tx(c, "tied") + ")" if c.info.get("tied_output") else ""
-    return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({h}\, W_{{out}}^\top\big)" + w
+    logits = rf"{h}\, W_{{out}}^\top"
+    cap = float(c.info.get("final_softcap") or 0.0)
+    if cap:
+        logits = rf"{_num(cap)}\tanh\big({logits} / {_num(cap)}\big)"
+    return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({logits}\big)" + w
 
 
 @stage("next_token", section="output", per_head=False, applies=_decoder_only, controls="next_position",
@@ -808,7 +1126,8 @@ def _next_token(c: _Ctx, title: str, opts: dict):
 
 @stage("cell", section="cell", per_cell=True, controls="cell",
        shape=lambda c: [("q_i, k_j", "", (("d_k", int(c.d_head)),)), ("A_i", "", (("keys", int(c.n_k)),))],
-       formula=r"A_{ij} = \mathrm{softmax}_j\!\left(\frac{\sum_d q_{i,d}\,k_{j,d}}{\sqrt{d_k}} + \log M_{ij}\right)")
+       formula=lambda c: r"A_{ij} = \mathrm{softmax}_j\!\left(" + _scaled_tex(c, r"\sum_d q_{i,d}\,k_{j,d}")
+       + r" + \log M_{ij}\right)")
 def _cell(c: _Ctx, title: str, opts: dict):
     i, j = c.sel.query, c.sel.key
     q, k = c.t("hook_q")[i].astype(np.float64), c.t("hook_k")[j].astype(np.float64)
@@ -874,8 +1193,8 @@ def _decoding_note(c: _Ctx) -> str | None:
 
 
 @stage("decoding", section="decoding", applies=_has_decoder, controls="decoding", note=_decoding_note,
-       formula=r"a_t = \mathrm{softmax}\!\left(\frac{q_t\,[K_{<t};\,k_t]^\top}{\sqrt{d_k}}\right),\quad "
-               r"z_t = a_t\,[V_{<t};\,v_t],\quad x_{t+1} = \arg\max_x\, p(x \mid x_{\le t})")
+       formula=lambda c: r"a_t = \mathrm{softmax}\!\left(" + _scaled_tex(c, r"q_t\,[K_{<t};\,k_t]^\top").replace("B_{ij}", "B_t")
+       + r"\right),\quad z_t = a_t\,[V_{<t};\,v_t],\quad x_{t+1} = \arg\max_x\, p(x \mid x_{\le t})")
 def _decoding(c: _Ctx, title: str, opts: dict):
     """Options: ``step`` (the step the figure opens at; default 0)."""
     if not _has_decoder(c.info):
@@ -1061,10 +1380,20 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
     if layer > 0:
         add("earlier_layers", dims=(("layers", layer),), n=layer)
     add("layer_input", hook(_block_hook(c, "hook_resid_pre"), ("batch", "positions", "d_model")), layer=layer)
+    rms = _norm_name(info) == "RMSNorm"
+    norm = _norm_name(info)
     if enc_dec and stack == "decoder" and cross:
-        add("self_sublayer", hook(_block_hook(c, "hook_resid_mid"), ("batch", "positions", "d_model")))
-    if not post:
-        add("rmsnorm_in", hook(_block_hook(c, "hook_attn_normed"), ("batch", "positions", "d_model")), attn=True)
+        add("self_sublayer" if post else "self_sublayer_pre", hook(_block_hook(c, "hook_resid_mid"),
+                                                                   ("batch", "positions", "d_model")))
+    if not post and cross:
+        add("norm_in_cross", hook(_block_hook(c, "hook_cross_normed"), ("batch", "positions", "d_model")), attn=True,
+            norm=norm)
+    elif not post:
+        if rms:
+            add("rmsnorm_in", hook(_block_hook(c, "hook_attn_normed"), ("batch", "positions", "d_model")), attn=True)
+        else:
+            add("norm_in", hook(_block_hook(c, "hook_attn_normed"), ("batch", "positions", "d_model")), attn=True,
+                norm=norm)
     if cross:
         add("encoder_output", hook(f"encoder.blocks.{int(info['n_layers']) - 1}.hook_resid_post",
                                    ("batch", "source", "d_model")), attn=True)
@@ -1081,8 +1410,19 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
         add("repeat_kv", hook("hook_k", ("batch", "heads", kv_pos, "d_k")), attn=True, g=h // n_kv)
     else:
         add("split_kv_rope" if rope else "split_kv", hook("hook_k", ("batch", "heads", kv_pos, "d_k")), attn=True, h=h, k=k)
-    add("scores", hook("hook_scores", ("batch", "heads", "queries", "keys")), attn=True, k=k)
-    add("mask_causal" if c.causal else "mask", hook("hook_mask", ("batch", "one", "queries", "keys")), attn=True)
+    if f"{c.p}.hook_q_normed" in run:
+        add("qk_norm", hook("hook_q_normed", ("batch", "heads", "positions", "d_k")), attn=True, norm=norm)
+    kind = _scale_kind(info)
+    add({"sqrt": "scores", "none": "scores_unscaled", "custom": "scores_custom"}[kind],
+        hook("hook_scores", ("batch", "heads", "queries", "keys")), attn=True, k=k, s=_num(_scale_of(info), 4))
+    if f"{c.p}.hook_capped_scores" in run:
+        add("softcap", hook("hook_capped_scores", ("batch", "heads", "queries", "keys")), attn=True,
+            cap=_num(float(info.get("attn_softcap") or 0)))
+    if f"{c.p}.hook_position_bias" in run:
+        add("position_bias", hook("hook_position_bias", ("one", "heads", "queries", "keys")), attn=True)
+    w = mask_window(c)
+    add("mask_window" if w else "mask_causal" if c.causal else "mask", hook("hook_mask", ("batch", "one", "queries", "keys")),
+        attn=True, w=w)
     add("softmax", hook("hook_pattern", ("batch", "heads", "queries", "keys")), attn=True)
     add("z", hook("hook_z", ("batch", "heads", "positions", "d_k")), attn=True)
     add("concat", dims=(("batch", B), ("positions", T), ("heads·d_k", h * k)), attn=True)
@@ -1099,10 +1439,23 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
                 add("cross_sublayer", hook(_block_hook(c, "hook_resid_mid_cross"), ("batch", "positions", "d_model")))
                 break
     else:
-        add("add", hook(_block_hook(c, "hook_resid_mid"), ("batch", "positions", "d_model")))
-        add("rmsnorm_ffn", hook(_block_hook(c, "hook_ffn_normed"), ("batch", "positions", "d_model")))
+        sandwich = _placement(info) == "sandwich"
+        if sandwich:
+            add("post_norm_attn", hook(_block_hook(c, "hook_attn_out_normed"), ("batch", "positions", "d_model")),
+                norm=norm)
+        add("add_cross" if cross else "add", hook(_block_hook(c, "hook_resid_mid_cross" if cross else "hook_resid_mid"),
+                                                  ("batch", "positions", "d_model")))
+        if enc_dec and stack == "decoder" and not cross:
+            add("cross_sublayer_pre", hook(_block_hook(c, "hook_resid_mid_cross"), ("batch", "positions", "d_model")),
+                norm=norm)
+        if rms:
+            add("rmsnorm_ffn", hook(_block_hook(c, "hook_ffn_normed"), ("batch", "positions", "d_model")))
+        else:
+            add("norm_ffn", hook(_block_hook(c, "hook_ffn_normed"), ("batch", "positions", "d_model")), norm=norm)
     add("ffn_hidden", hook(_block_hook(c, "hook_ffn_hidden"), ("batch", "positions", "d_ff")), act=info.get("ffn", ""))
     add("ffn_out", hook(_block_hook(c, "hook_ffn_out"), ("batch", "positions", "d_model")))
+    if _placement(info) == "sandwich":
+        add("post_norm_ffn", hook(_block_hook(c, "hook_ffn_out_normed"), ("batch", "positions", "d_model")), norm=norm)
     add("add_norm_ffn" if post else "add_ffn", hook(_block_hook(c, "hook_resid_post"), ("batch", "positions", "d_model")),
         layer=layer)
     n_layers = layers_for(info, c.sel.block)
@@ -1112,7 +1465,8 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
         add("feeds_cross", hook(f"encoder.blocks.{n_layers - 1}.hook_resid_post", ("batch", "source", "d_model")),
             n=int(info.get("n_decoder_layers") or 0))
     if info.get("final_norm"):
-        add("final_norm", dims=(("batch", B), ("positions", T), ("d_model", int(info["d_model"]))))
+        add("final_norm" if rms else "final_norm_named", dims=(("batch", B), ("positions", T),
+                                                               ("d_model", int(info["d_model"]))), norm=norm)
     if info["kind"] != "encoder" and stack == "decoder":
         add("logits", dims=(("batch", B), ("positions", T), ("vocab", int(info["vocab_size"]))))
     return rows
@@ -1132,17 +1486,31 @@ def _shapes(c: _Ctx, title: str, opts: dict):
 
 def _ffn_variant(c: _Ctx) -> str:
     act = c.info.get("ffn", "ReLU")
-    return {"ReLU": "relu", "SwiGLU": "swiglu"}.get(act, "gelu")
+    return {"ReLU": "relu", "SwiGLU": "swiglu", "GeGLU": "geglu", "GELU": "gelu", "GELU (tanh)": "gelu"}.get(act, "unknown")
 
 
 def _ffn_formula(c: _Ctx) -> str:
     v, d, f = _ffn_variant(c), int(c.info["d_model"]), int(c.info.get("d_ff") or 0)
     dims = rf",\qquad d_{{model}} = {d},\ d_{{ff}} = {f}"
+    b = bool(c.info.get("ffn_bias", True))
     if v == "swiglu":
         return (r"\mathrm{FFN}(x) = \big(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\big) W_{down},\quad "
                 r"\mathrm{SiLU}(u) = u\,\sigma(u)" + dims)
-    act = r"\max(0,\ x W_1 + b_1)" if v == "relu" else r"\mathrm{GELU}(x W_1 + b_1)"
-    return rf"\mathrm{{FFN}}(x) = {act}\, W_2 + b_2" + dims
+    if v == "geglu":
+        return (r"\mathrm{FFN}(x) = \big(\mathrm{GELU}(x W_{gate}) \odot x W_{up}\big) W_{down}" + dims)
+    if v == "unknown":
+        return rf"\mathrm{{FFN}}(x) = \cdots\quad(\mathrm{{{c.info.get('ffn', '')}}})" + dims
+    act = rf"\max(0,\ x W_1{_bias(b, 'b_1')})" if v == "relu" else rf"\mathrm{{GELU}}(x W_1{_bias(b, 'b_1')})"
+    return rf"\mathrm{{FFN}}(x) = {act}\, W_2{_bias(b, 'b_2')}" + dims
+
+
+def _ffn_input_words(c: _Ctx) -> str:
+    place, norm = _placement(c.info), _norm_name(c.info)
+    if place == "post":
+        return c.words("ffn_input_post")
+    if place == "sandwich":
+        return c.words("ffn_input_sandwich", norm=norm)
+    return c.words("ffn_input_pre") if norm == "RMSNorm" else c.words("ffn_input_pre_norm", norm=norm)
 
 
 def _ffn_fill(c: _Ctx) -> dict:
@@ -1156,10 +1524,12 @@ def _ffn_fill(c: _Ctx) -> dict:
             "resize": c.words("ffn_widen" if hid.shape[-1] > int(c.info["d_model"]) else "ffn_same",
                               d=int(c.info["d_model"]), d_ff=int(hid.shape[-1]),
                               ratio=_num(hid.shape[-1] / int(c.info["d_model"]))),
-            "input": c.words("ffn_input_post" if _post_ln(c.info) else "ffn_input_pre")}
+            "input": _ffn_input_words(c), "family": _family_label(c.info),
+            "bias": c.words("ffn.bias" if c.info.get("ffn_bias", True) else "ffn.no_bias")}
 
 
-@stage("ffn", section="block", formula=_ffn_formula, variants=("relu", "gelu", "swiglu"), variant=_ffn_variant,
+@stage("ffn", section="block", formula=_ffn_formula, variants=("relu", "gelu", "swiglu", "geglu", "unknown"),
+       variant=_ffn_variant,
        fill=_ffn_fill, shape=lambda c: [_bd(c, "x", _ffn_in(c)), _bd(c, "tensor.ffn_hidden", "hook_ffn_hidden", "d_ff"),
                                         _bd(c, "FFN(x)", "hook_ffn_out")])
 def _ffn(c: _Ctx, title: str, opts: dict):
@@ -1175,11 +1545,25 @@ def _residual_steps(c: _Ctx) -> tuple[list[tuple[str, str]], list[tuple[str, str
     """The block's stream in forward order: (label, hook) and the norms: (label, input hook, kind)."""
     a = c.p.rsplit(".", 1)[0]  # "{stack}.blocks.{i}"
     attn = f"{a}.self_attn.hook_out"
+    n, kind = _norm_name(c.info).replace("(1+w)", ""), "layer" if _layer_norm(c.info) else "rms"
+    if _placement(c.info) == "sandwich":
+        steps = [("x", "hook_resid_pre"), (f"{n}₁(x)", "hook_attn_normed"), ("Attn(·)", attn),
+                 (f"{n}₁′(Attn)", "hook_attn_out_normed"), ("x + …", "hook_resid_mid"), (f"{n}₂(x)", "hook_ffn_normed"),
+                 ("FFN(·)", "hook_ffn_out"), (f"{n}₂′(FFN)", "hook_ffn_out_normed"), ("x + …", "hook_resid_post")]
+        return steps, [(f"{n}₁", "hook_resid_pre", kind), (f"{n}₁′", attn, kind), (f"{n}₂", "hook_resid_mid", kind),
+                       (f"{n}₂′", "hook_ffn_out", kind)]
     if not _post_ln(c.info):
-        steps = [("x", "hook_resid_pre"), ("RMSNorm₁(x)", "hook_attn_normed"), ("Attn(·)", attn),
-                 ("x + Attn", "hook_resid_mid"), ("RMSNorm₂(x)", "hook_ffn_normed"), ("FFN(·)", "hook_ffn_out"),
-                 ("x + FFN", "hook_resid_post")]
-        return steps, [("RMSNorm₁", "hook_resid_pre", "rms"), ("RMSNorm₂", "hook_resid_mid", "rms")]
+        steps = [("x", "hook_resid_pre"), (f"{n}₁(x)", "hook_attn_normed"), ("Attn(·)", attn),
+                 ("x + Attn", "hook_resid_mid")]
+        norms = [(f"{n}₁", "hook_resid_pre", kind)]
+        ffn_in = "hook_resid_mid"
+        if c.run.kind == "encoder-decoder" and c.stack == "decoder":
+            steps += [(f"{n}꜀(x)", "hook_cross_normed"), ("Cross(·, H)", f"{a}.cross_attn.hook_out"),
+                      ("x + Cross", "hook_resid_mid_cross")]
+            norms.append((f"{n}꜀", "hook_resid_mid", kind))
+            ffn_in = "hook_resid_mid_cross"
+        steps += [(f"{n}₂(x)", "hook_ffn_normed"), ("FFN(·)", "hook_ffn_out"), ("x + FFN", "hook_resid_post")]
+        return steps, norms + [(f"{n}₂", ffn_in, kind)]
     steps = [("x", "hook_resid_pre"), ("Attn(x)", attn), ("x + Attn(x)", "hook_attn_sum"),
              ("LayerNorm₁", "hook_resid_mid")]
     norms = [("LayerNorm₁", "hook_attn_sum", "layer")]
@@ -1198,17 +1582,46 @@ def _resolve(c: _Ctx, hook: str) -> str:
     return hook if "." in hook else _block_hook(c, hook)
 
 
-@stage("residual_norm", section="block", variants=("post_ln", "pre_rms"),
-       variant=lambda c: "post_ln" if _post_ln(c.info) else "pre_rms",
-       fill=lambda c: {"layer": c.sel.layer, "norm": c.info.get("norm", ""), "eps": "",
-                       "extra": c.words("norm_extra_bert" if c.info.get("embed_norm") else
-                                        "norm_extra_llama" if c.info.get("final_norm") else "norm_extra_none")},
-       formula=lambda c: (r"x \leftarrow \mathrm{LayerNorm}\big(x + \mathrm{Sublayer}(x)\big),\quad "
-                          r"\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta")
-       if _post_ln(c.info) else (r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)\big),\quad "
-                                 r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}"),
+def _residual_variant(c: _Ctx) -> str:
+    norm = str(c.info.get("norm") or "post-LayerNorm")
+    return {"post-LayerNorm": "post_ln", "pre-RMSNorm": "pre_rms", "pre-LayerNorm": "pre_ln",
+            "sandwich-RMSNorm(1+w)": "sandwich"}.get(norm, "unknown")
+
+
+LAYERNORM_TEX = r"\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta"
+RMSNORM_TEX = r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}"
+
+
+def _residual_formula(c: _Ctx) -> str:
+    v = _residual_variant(c)
+    if v == "post_ln":
+        return r"x \leftarrow \mathrm{LayerNorm}\big(x + \mathrm{Sublayer}(x)\big),\quad " + LAYERNORM_TEX
+    if v == "pre_ln":
+        return r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{LayerNorm}(x)\big),\quad " + LAYERNORM_TEX
+    if v == "sandwich":
+        return (r"x \leftarrow x + \mathrm{RMSNorm}_{1+w}\Big(\mathrm{Sublayer}\big(\mathrm{RMSNorm}_{1+w}(x)\big)\Big),\quad "
+                r"\mathrm{RMSNorm}_{1+w}(x) = (1 + \gamma) \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}")
+    if v == "unknown":
+        return r"x \leftarrow \cdots\quad(" + str(c.info.get("norm", "")) + ")"
+    return r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)\big),\quad " + RMSNORM_TEX
+
+
+def _norm_extra(c: _Ctx) -> str:
+    if c.info.get("embed_norm"):
+        return c.words("norm_extra_bert")
+    if c.info.get("final_norm"):
+        name = _norm_name(c.info)
+        return c.words("norm_extra_llama") if name == "RMSNorm" else c.words("norm_extra_final", norm=name)
+    return c.words("norm_extra_none")
+
+
+@stage("residual_norm", section="block", variants=("post_ln", "pre_rms", "pre_ln", "sandwich", "unknown"),
+       variant=_residual_variant,
+       fill=lambda c: {"layer": c.sel.layer, "norm": c.info.get("norm", ""), "eps": "", "extra": _norm_extra(c),
+                       "family": _family_label(c.info)},
+       formula=_residual_formula,
        shape=lambda c: [_dims(c, w, _resolve(c, h), ("batch", "positions", "d_model"))
-                        for w, h in _residual_steps(c)[0][:1]] + [("μ, σ" if _post_ln(c.info) else "rms", "",
+                        for w, h in _residual_steps(c)[0][:1]] + [("μ, σ" if _layer_norm(c.info) else "rms", "",
                                                                    (("batch", c.run.n_sentences),
                                                                     ("positions", int(c.run[_block_hook(c, "hook_resid_pre")].shape[1]))))])
 def _residual_norm(c: _Ctx, title: str, opts: dict):
@@ -1659,6 +2072,8 @@ def caption(model: str, text: str, sel: Selection, stage_id: str, lang: str = "e
     (``compare``; both from ``second_run``)."""
     L = i18n.fig_labels(lang)
     title = stage_title(stage_id, lang) if stage_id in REGISTRY else stage_id
+    if stage_id == "mask" and sel.block != "decoder.self_attn":  # no causal mask there: not in its name
+        title = i18n.t("stage.mask.title.cross" if sel.block.endswith("cross_attn") else "stage.mask.title.padding", lang)
     block = i18n.t(f"blocks.{sel.block}", lang) if sel.block in BLOCKS else sel.block
     extra = (f" · {i18n.t('whatif.caption_edits', lang, edits=edits)}" if edits else "") + (
         f" · {i18n.t('compare.caption', lang, text=style.plain_text(compare, 48))}" if compare else "")

@@ -2114,7 +2114,7 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "global (full attention)",
         "ko": "전역(전체 어텐션)"},
     "rope.layer_base": {
-        "en": "Layer {layer} is a {kind} layer: its rotary base is {n}; the {other} layers ({layers}) use {m}.",
+        "en": "Layer {layer} is a {kind} layer: its rotary base is {n}; {other} layers ({layers}) use {m}.",
         "ko": "{layer}번 레이어는 {kind} 레이어로, 회전 밑이 {n}입니다. {other} 레이어({layers})는 {m}을 씁니다."},
     "rope.partial": {
         "en": "Only the first {r} of the {d} dimensions of each head are rotated; the other {rest} carry no position.",
@@ -2263,6 +2263,15 @@ WORDS: dict[str, dict[str, str]] = {
     "stage.residual_norm.explain.unknown": {
         "en": "These words do not describe this model's normalisation yet ({norm}, from {family}); the panels show the stream and the norms' inputs as the model computed them. {extra}",
         "ko": "이 설명은 아직 이 모델의 정규화를 다루지 않습니다 ({family}의 {norm}). 패널은 모델이 계산한 스트림과 노름 입력을 보여 줍니다. {extra}"},
+    "whatif.output_note_family_decoder": {
+        "en": "The {family} model's probabilities for the token after the sentence's last token. KL(① ‖ ②) says how far the edited distribution is from the intact one, in nats (0: the same).",
+        "ko": "{family} 모델이 문장의 마지막 토큰 다음 토큰에 준 확률입니다. KL(① ‖ ②)은 편집한 분포가 원래 분포에서 얼마나 먼지를 nat 단위로 나타냅니다 (0: 같음)."},
+    "whatif.output_note_family_encoder": {
+        "en": "The {family} model's sentence embedding: the mean of the last layer's vectors over the real tokens, normalised. cos = 1: the edits changed nothing.",
+        "ko": "{family} 모델의 문장 임베딩: 실제 토큰에 대한 마지막 레이어 벡터의 평균을 정규화한 것입니다. cos = 1이면 편집이 아무것도 바꾸지 않은 것입니다."},
+    "whatif.output_note_family_seq2seq": {
+        "en": "The {family} model writes greedily, one token at a time, reading what it has written; under the edits it writes again from the start, so one changed step changes what follows. The first character that differs is outlined.",
+        "ko": "{family} 모델은 자기가 쓴 것을 읽으며 한 번에 토큰 하나씩 그리디하게 씁니다. 편집하면 처음부터 다시 쓰므로, 한 단계가 바뀌면 뒤도 바뀝니다. 처음으로 달라진 글자에 테두리를 칩니다."},
     "norm_extra_final": {
         "en": "After the last block one more {norm} comes before the output layer.",
         "ko": "마지막 블록 다음, 출력층 전에 {norm}이 하나 더 있습니다."},

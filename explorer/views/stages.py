@@ -1266,6 +1266,10 @@ def _whatif_entropy(c: _Ctx, title: str, opts: dict):
 
 def _output_note(c: _Ctx) -> str | None:
     kind = c.info.get("kind")
+    if _family(c.info):  # a model read from a folder: its own name, not the built-in models' sentences
+        key = {"encoder-decoder": "whatif.output_note_family_seq2seq", "decoder": "whatif.output_note_family_decoder",
+               "encoder": "whatif.output_note_family_encoder"}.get(kind)
+        return None if key is None else c.words(key, family=_family_label(c.info))
     key = {"encoder-decoder": "whatif.output_note_seed", "decoder": "whatif.output_note_decoder",
            "encoder": "whatif.output_note_encoder"}.get(kind)
     return None if key is None else c.words(key)

@@ -1,0 +1,298 @@
+"""Every stage's words true for whatever family is on screen (issue 24 item 5, issue 25 item 4).
+
+For each tiny family fixture (tests/fixtures/families) and every stage that applies to each of its
+blocks, ``stage_words`` and ``stage_figure`` work in English and Korean (no KeyError, no placeholder
+left, no English catalogue word in a Korean figure or table, no English word in the Korean text),
+and the words name the family's real norm placement and kind, positions, window, scale, QK-norm
+and feed-forward. A family the words do not know says so rather than borrowing a sentence.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from test_i18n import clean, english_words, figure_strings, table_strings
+from test_words import LATIN_OK
+
+import model
+from explorer.views import stages
+
+FIXTURES = Path(__file__).parent / "fixtures" / "families"
+FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file()) if FIXTURES.is_dir() else []
+TEXTS = ["12 34 56 78 90 13", "7 8"]  # no catalogue word among the tokens
+# names of families, operations and symbols that stay in Latin letters in Korean
+LATIN_FAMILY = LATIN_OK | {"RoPE", "GeGLU", "GELU", "QK", "T5", "RoBERTa", "Marian", "Gemma", "GPT", "hook_position_bias",
+                           "hook_capped_scores", "What", "no_position", "window", "tanh", "W_up", "W_gate",
+                           "d_rot", "pad", "roberta", "distilbert", "marian", "bert", "gemma3_text", "gpt2",
+                           "llama", "mistral", "qwen2", "qwen3", "t5", "relative", "learned", "rotary", "sinusoidal",
+                           "True", "False", "tanh"}
+# a trace, a second run or a patching result of their own (tests/test_decoding_views.py, test_whatif.py,
+# test_patching.py); the what-if output's words are checked below
+SKIP = {"decoding", "patching"}
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def fam(request):
+    m = model.load(FIXTURES / request.param)
+    return m, stages.run_data(m, TEXTS)
+
+
+def selections(info):
+    for block in info.blocks:
+        for layer in range(stages.layers_for(info, block)):
+            yield stages.Selection(info.name, 0, layer, 1, block, 1, 0)
+
+
+def latin_words(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z][A-Za-z0-9_]{3,}", text)) - LATIN_FAMILY
+
+
+def test_every_stage_speaks_for_the_family_in_both_languages(fam):
+    m, run = fam
+    info = m.info
+    english = english_words()
+    problems, n = [], 0
+    for sel in selections(info):
+        for sid in stages.STAGE_IDS:
+            if sid in SKIP or stages.REGISTRY[sid].needs or not stages.applies(sid, info, sel.block):
+                continue
+            words = {}
+            for lang in ("en", "ko"):
+                w = stages.stage_words(sid, run, info, sel, lang)
+                fig, df = stages.stage_figure(sid, run, info, sel, lang=lang)
+                assert isinstance(fig, go.Figure)
+                words[lang] = w
+                for part in ("title", "explain"):
+                    if "{" in w[part] or "}" in w[part]:
+                        problems.append(f"{sel.block} L{sel.layer} {sid} {lang}: placeholder in {part}")
+                if lang == "ko":
+                    seen = [clean(s) for s in figure_strings(fig.to_dict())] + ([str(s) for s in table_strings(df)]
+                                                                                if df is not None else [])
+                    for s in seen:
+                        hits = [what for what, pat in english.items() if pat.search(s)]
+                        if hits:
+                            problems.append(f"{sel.block} L{sel.layer} {sid}: English {hits[:2]} in {s[:60]!r}")
+                    text = " ".join([w["title"], w["explain"], w["note"] or "", w["shape"]])
+                    latin = latin_words(text)
+                    if latin:
+                        problems.append(f"{sel.block} L{sel.layer} {sid}: Korean words left in English {sorted(latin)}")
+                n += 1
+            strip = re.compile(r"\\text\{[^}]*\}")
+            if strip.sub("", words["ko"]["formula"]) != strip.sub("", words["en"]["formula"]):
+                problems.append(f"{sel.block} {sid}: the formula's maths differs between languages")
+    assert n > 40 and problems == [], problems[:20]
+
+
+def words(m, run, sid, block=None, layer=0, lang="en", **opts):
+    sel = stages.Selection(m.info.name, 0, layer, 1, block or m.info.blocks[0], 1, 0)
+    return stages.stage_words(sid, run, m.info, sel, lang, **opts)
+
+
+NORMS = {  # family -> (placement words in the residual explanation, the norm in its formula)
+    "bert": ("post-LN", r"\mathrm{LayerNorm}\big(x + "), "roberta": ("post-LN", r"\mathrm{LayerNorm}\big(x + "),
+    "distilbert": ("post-LN", r"\mathrm{LayerNorm}\big(x + "), "marian": ("post-LN", r"\mathrm{LayerNorm}\big(x + "),
+    "gpt2": ("pre-norm, as GPT-2", r"\mathrm{Sublayer}\big(\mathrm{LayerNorm}(x)"),
+    "llama": ("pre-norm", r"\mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)"),
+    "mistral": ("pre-norm", r"\mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)"),
+    "qwen2": ("pre-norm", r"\mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)"),
+    "qwen3": ("pre-norm", r"\mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)"),
+    "t5": ("pre-norm", r"\mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)"),
+    "gemma3_text": ("sandwich", r"\mathrm{RMSNorm}_{1+w}\Big(\mathrm{Sublayer}"),
+}
+
+
+def test_the_words_name_the_familys_norm_positions_scale_and_feed_forward(fam):
+    m, run = fam
+    info, family = m.info, m.info.family
+    for block in info.blocks:
+        w = words(m, run, "residual_norm", block)
+        said, tex = NORMS[family]
+        assert said in w["explain"] and tex in w["formula"], (family, block)
+        fig, _ = stages.stage_figure("residual_norm", run, info, stages.Selection(info.name, 0, 0, 0, block))
+        norm = "LayerNorm" if "LayerNorm" in info.norm else "RMSNorm"
+        assert any(norm in (a.text or "") for a in fig.layout.annotations), family
+        if info.kind == "encoder-decoder" and block.startswith("decoder") and info.norm.startswith("pre"):
+            assert "x + Cross" in " ".join(a.text or "" for a in fig.layout.annotations)  # T5's cross sublayer
+        chain = stages.stage_figure("shapes", run, info, stages.Selection(info.name, 0, 0, 0, block))[1]
+        steps = " ".join(str(x) for x in chain.iloc[:, 0]) if chain is not None else ""
+        if chain is not None:
+            assert ("sandwich" in steps) == (info.norm.startswith("sandwich")), family
+            assert ("QK-norm" in steps) == info.qk_norm, family
+            assert ("relative position bias" in steps) == (info.positional == "relative" and block.endswith("self_attn"))
+
+    emb = words(m, run, "embedding")
+    assert (r"\sqrt{d_{model}}" in emb["formula"]) == (info.embed_scale != 1.0), family
+    assert ("E_{type}" in emb["formula"]) == (family in ("bert", "roberta")), family
+    assert ("P[i + p + 1]" in emb["formula"]) == (family == "roberta"), family
+    assert ("relative" in emb["explain"]) == (info.positional == "relative"), family
+    assert ("RoPE" in emb["explain"]) == (info.positional == "rotary"), family
+    assert stages.applies("pe_heatmap", info) == (info.positional in ("sinusoidal", "learned"))
+    if info.positional in ("sinusoidal", "learned"):
+        pe = words(m, run, "pe_heatmap")
+        assert ("first half" in pe["explain"]) == (family == "marian")
+        assert ("pad id + 1" in pe["explain"]) == (family == "roberta")
+    kinds = words(m, run, "pe_curves")["explain"]
+    assert info.positional == "sinusoidal" or {"learned": "learned position", "rotary": "rotary",
+                                               "relative": "relative position bias (T5)"}[info.positional] in kinds
+
+    block = info.blocks[0]
+    qkv = words(m, run, "qkv", block)
+    assert ("RoPE" in qkv["formula"]) == (info.positional == "rotary")
+    assert (r"\hat X" in qkv["formula"]) == (not info.norm.startswith("post"))
+    assert ("_q(" in qkv["formula"] and "QK-norm" in qkv["explain"]) == info.qk_norm
+    assert ("b_Q" in qkv["formula"]) == info.qkv_bias
+    scaled = words(m, run, "scaled", block)
+    assert scaled["variant"] == ("none" if family == "t5" else "sqrt")
+    assert ("√d_k" in scaled["title"]) == (family != "t5")
+    masked = words(m, run, "masked", block)
+    assert ("B_{ij}" in masked["formula"]) == (family == "t5")
+    assert (masked["note"] is not None and "relative position bias" in masked["note"]) == (family == "t5")
+    ffn = words(m, run, "ffn", block)
+    assert info.ffn in ffn["explain"] or {"SwiGLU": "SiLU"}.get(info.ffn, "") in ffn["formula"]
+    assert ("b_1" in ffn["formula"]) == (info.ffn_bias and info.ffn not in ("SwiGLU", "GeGLU"))
+    assert (r"\mathrm{GELU}(x W_{gate})" in ffn["formula"]) == (info.ffn == "GeGLU")
+    if info.kind == "decoder":
+        nt = words(m, run, "next_token", "decoder.self_attn")
+        assert (r"\tanh" in nt["formula"]) == bool(info.final_softcap)
+        assert ("LayerNorm" in nt["formula"]) == (family == "gpt2")
+    out_note = words(m, run, "whatif_output", block)["note"] or ""
+    assert info.family in out_note and not re.search(r"SmolLM2|MiniLM|seed", out_note), out_note  # its own name
+    gqa = stages.applies("gqa", info)
+    assert gqa == (info.n_kv_heads < info.n_heads)
+    note = words(m, run, "qkv", block)["note"]
+    assert (note is not None) == gqa
+
+
+def test_the_mask_draws_the_window_on_local_layers_and_names_them(fam):
+    m, run = fam
+    info = m.info
+    for sel in selections(info):
+        w = stages.stage_words("mask", run, info, sel)
+        fig, df = stages.stage_figure("mask", run, info, sel)
+        windowed = sel.block == "decoder.self_attn" and info.kind == "decoder" and sel.layer in info.window_layers
+        causal = sel.block == "decoder.self_attn"
+        panels = [t for t in fig.data if isinstance(t, go.Heatmap)]
+        legend = [t.name for t in fig.data if not isinstance(t, go.Heatmap)]
+        assert len(panels) == (4 if windowed else 3 if causal else 1), (info.name, sel)
+        assert ("window" in w["title"]) == windowed and ("window" in " ".join(legend)) == windowed
+        assert ("causal" in w["title"].lower()) == causal
+        assert any("causal" in n for n in legend) == causal  # an encoder or cross-attention names no causal mask
+        cap = stages.caption(info.name, TEXTS[0], sel, "mask")
+        assert ("causal" in cap.lower()) == causal, cap
+        if windowed:
+            W = info.sliding_window
+            assert f"w = {W}" in w["formula"] and f"{W} keys" in w["explain"]
+            # the drawn band: a real earlier key outside the window is its own category
+            combined = np.asarray(panels[-1].z)
+            T = combined.shape[0]
+            i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+            assert ((combined == 4) == ((j <= i - W) & (j < len(run.tokens[0])))).all()
+            ko = stages.stage_words("mask", run, info, sel, "ko")
+            assert "윈도" in ko["title"] and "윈도" in ko["explain"]
+        if causal and info.window_layers and info.kind == "decoder":
+            kind = "local" if sel.layer in info.window_layers else "global"
+            assert w["note"] is not None and f"Layer {sel.layer} is {kind}" in w["note"] or \
+                "Every layer" in w["note"], w["note"]
+            assert "window=N" in w["note"]
+        elif causal:
+            assert w["note"] is None
+
+
+def test_the_mask_of_an_edited_window_shows_the_band(fam):
+    """window=2 on any decoder: the mask stage of that run draws a band of 2 (measured from the mask)."""
+    m, _ = fam
+    if "decoder.self_attn" not in m.info.blocks:
+        pytest.skip("no decoder")
+    run = stages.run_data(m, TEXTS, edits="window=2")
+    sel = stages.Selection(m.info.name, 0, 0, 0, "decoder.self_attn")
+    w = stages.stage_words("mask", run, m.info, sel)
+    layers = m.info.window_layers if m.info.kind == "decoder" and m.info.sliding_window else range(99)
+    if 0 in layers:
+        assert w["variant"] == "window" and "w = 2" in w["formula"]
+
+
+@pytest.mark.parametrize("name", ["gemma3_text"])
+def test_the_rope_words_give_each_layers_own_base(name):
+    m = model.load(FIXTURES / name)
+    run = stages.run_data(m, TEXTS)
+    local, glob = m.info.positional_base_local, m.info.positional_base
+    for layer in range(m.info.n_layers):
+        base = local if layer in m.info.window_layers else glob
+        w = words(m, run, "rope_freqs", "decoder.self_attn", layer)
+        assert f"= {base:g}" in w["formula"], (layer, w["formula"])
+        assert f"rotary base is {base:g}" in w["note"]
+        d = words(m, run, "rope_distance", "decoder.self_attn", layer)
+        assert f"base {base:g}" in d["note"]
+        q = words(m, run, "qkv", "decoder.self_attn", layer)
+        assert f"base {base:g} in this layer" in q["explain"]
+
+
+@pytest.mark.parametrize("name", ["gemma3_text", "qwen3"])
+def test_the_qk_norm_stage_recomputes_from_the_hooks(name):
+    m = model.load(FIXTURES / name)
+    _, cache = m.run_with_cache(TEXTS)
+    run = stages.run_data(m, TEXTS)
+    info = m.info
+    assert stages.applies("qk_norm", info)
+    group = info.n_heads // info.n_kv_heads
+    for layer in range(info.n_layers):
+        for head in range(info.n_heads):
+            sel = stages.Selection(info.name, 0, layer, head, "decoder.self_attn")
+            fig, df = stages.stage_figure("qk_norm", run, info, sel)
+            p = f"decoder.blocks.{layer}.self_attn"
+            n = len(run.tokens[0])
+            q = cache[f"{p}.hook_q_normed"][0, head, :n].double()
+            k = cache[f"{p}.hook_k_normed"][0, head // group, :n].double()
+            rms_q, rms_k = q.pow(2).mean(-1).sqrt().numpy(), k.pow(2).mean(-1).sqrt().numpy()
+            cols = list(df.columns)
+            after_q = [c for c in cols if " q (" in c and "after" in c][0]
+            after_k = [c for c in cols if " k (" in c and "after" in c][0]
+            assert np.allclose(df[after_q], rms_q, atol=1e-5) and np.allclose(df[after_k], rms_k, atol=1e-5)
+            # before the norm: the attention's input through W_Q, W_K; its norm gives the normed q back
+            before_q = [c for c in cols if " q (" in c and "before" in c][0]
+            x = cache[f"decoder.blocks.{layer}.hook_attn_normed"][0, :n].double()
+            W = getattr(m.decoder.blocks[layer].self_attn, "W_Q").weight.double()
+            q_raw = (x @ W.T).view(n, info.n_heads, info.d_head)[:, head]
+            assert np.allclose(df[before_q], q_raw.pow(2).mean(-1).sqrt().numpy(), atol=1e-4)
+            scores = info.attn_scale * (q @ k.T) if info.attn_scale else (q @ k.T) / info.d_head ** 0.5
+            biggest = [c for c in cols if "|q·k|" in c and "after" in c][0]
+            want = np.where(np.tril(np.ones((n, n), dtype=bool)), scores.abs().numpy(), 0).max(-1)
+            assert np.allclose(df[biggest], want, atol=1e-5)
+            ko = stages.stage_words("qk_norm", run, info, sel, "ko")
+            en = stages.stage_words("qk_norm", run, info, sel, "en")
+            assert f"{float(scores.abs().max()):.2f}" in en["explain"] or n > len(run.tokens[0])
+            assert "QK" in ko["title"]
+    assert not stages.applies("qk_norm", model.load(FIXTURES / "mistral").info)
+
+
+def test_an_encoder_mask_figure_does_not_say_causal():
+    m = model.load(FIXTURES / "bert")
+    run = stages.run_data(m, TEXTS)
+    sel = stages.Selection(m.info.name, 1, 0, 0, "encoder.self_attn")
+    for lang, word in (("en", "causal"), ("ko", "인과")):
+        fig, df = stages.stage_figure("mask", run, m.info, sel, lang=lang)
+        seen = " ".join(figure_strings(fig.to_dict())) + " " + fig.layout.title.text
+        assert word not in seen
+        assert word not in " ".join(str(x) for x in table_strings(df))
+        assert word not in stages.caption("bert", TEXTS[1], sel, "mask", lang)
+        w = stages.stage_words("mask", run, m.info, sel, lang)
+        assert word not in w["title"]
+
+
+def test_a_family_the_words_do_not_know_says_so():
+    m = model.load(FIXTURES / "llama")
+    run = stages.run_data(m, TEXTS)
+    odd = dataclasses.replace(m.info, norm="post-RMSNorm", ffn="ReGLU", positional="alibi", family="newfam")
+    sel = stages.Selection(m.info.name, 0, 0, 0, "decoder.self_attn")
+    for sid in ("residual_norm", "ffn", "embedding"):
+        for lang in ("en", "ko"):
+            w = stages.stage_words(sid, run, odd, sel, lang)
+            assert w["variant"] == "unknown", sid
+            assert ("do not describe" in w["explain"]) if lang == "en" else ("다루지 않습니다" in w["explain"])
+            assert "newfam" in w["explain"] or sid == "embedding" and "newfam" in w["explain"]
+    kind = stages.stage_words("pe_curves", run, odd, sel)["explain"]
+    assert "do not describe yet" in kind

@@ -283,6 +283,22 @@ def test_an_encoder_mask_figure_does_not_say_causal():
         assert word not in w["title"]
 
 
+def test_exported_encoder_and_cross_attention_masks_name_no_causal_mask():
+    from explorer.export import bundles
+
+    for name, block in (("bert", "encoder.self_attn"), ("t5", "decoder.cross_attn"), ("t5", "encoder.self_attn")):
+        m = model.load(FIXTURES / name)
+        run = stages.run_data(m, TEXTS)
+        sel = stages.Selection(m.info.name, 1, 0, 0, block)
+        for lang, word in (("en", "causal"), ("ko", "인과")):
+            (item,) = bundles.stage_items(run, m.info, sel, model_name=name, text=TEXTS[1], stages=["mask"], lang=lang)
+            assert word not in item.meta.stage_title
+            assert word not in " ".join(figure_strings(item.fig.to_dict())) + str(item.fig.layout.title.text), (name, block)
+        (item,) = bundles.stage_items(run, m.info, stages.Selection(m.info.name, 1, 0, 0, "decoder.self_attn"),
+                                      model_name=name, text=TEXTS[1], stages=["mask"]) if name == "t5" else (None,)
+        assert item is None or "causal" in item.meta.stage_title
+
+
 def test_a_family_the_words_do_not_know_says_so():
     m = model.load(FIXTURES / "llama")
     run = stages.run_data(m, TEXTS)

@@ -299,7 +299,7 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
         fig.update_layout(title_subtitle_text=(old + "<br>" if old else "") + shown)
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
-                      stage_title=views.stage_title(stage_id, lang), stage_index=order.index(stage_id) + 1,
+                      stage_title=views.stage_title(stage_id, lang, sel.block), stage_index=order.index(stage_id) + 1,
                       edits=edits, compare=compare)
     cap = views.caption(model_name, text, sel, stage_id, lang=lang, edits=edits, compare=compare)
     return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)

@@ -2012,7 +2012,11 @@ def _record(stage_id: str) -> Stage:
         raise ValueError(f"unknown stage {stage_id!r}; choose from {', '.join(STAGE_IDS)}") from None
 
 
-def stage_title(stage_id: str, lang: str = "en") -> str:
+def stage_title(stage_id: str, lang: str = "en", block: str | None = None) -> str:
+    """The stage's title; with ``block``, the one for that block where it differs (the mask of an
+    encoder or a cross-attention names no causal mask)."""
+    if stage_id == "mask" and block is not None and block != "decoder.self_attn":
+        return i18n.t("stage.mask.title.cross" if block.endswith("cross_attn") else "stage.mask.title.padding", lang)
     return _record(stage_id).title(lang)
 
 
@@ -2075,9 +2079,7 @@ def caption(model: str, text: str, sel: Selection, stage_id: str, lang: str = "e
     in a figure: style.esc); a what-if figure adds its ``edits``, a comparison its second sentence
     (``compare``; both from ``second_run``)."""
     L = i18n.fig_labels(lang)
-    title = stage_title(stage_id, lang) if stage_id in REGISTRY else stage_id
-    if stage_id == "mask" and sel.block != "decoder.self_attn":  # no causal mask there: not in its name
-        title = i18n.t("stage.mask.title.cross" if sel.block.endswith("cross_attn") else "stage.mask.title.padding", lang)
+    title = stage_title(stage_id, lang, sel.block) if stage_id in REGISTRY else stage_id
     block = i18n.t(f"blocks.{sel.block}", lang) if sel.block in BLOCKS else sel.block
     extra = (f" · {i18n.t('whatif.caption_edits', lang, edits=edits)}" if edits else "") + (
         f" · {i18n.t('compare.caption', lang, text=style.plain_text(compare, 48))}" if compare else "")

@@ -4,15 +4,25 @@
     python -m bench peers --quick --threads 1          # a short run (fewer repetitions, no SmolLM2 512-token HTML)
     python -m bench peers --json bench/results/peers.json
     python -m bench peers --malloc default             # the project side with glibc's malloc defaults
+    python -m bench peers --models gemma3,gpt2-random,qwen-random --only parity   # the families (issues 24, 25)
 
 The peers run in a throwaway virtual environment (``--venv``, default /tmp/peers-venv), made as
 scripts/make_parity_fixtures.py makes its own: ``--system-site-packages`` so the installed torch is
 reused (pinned by a constraints file, pip never replaces it), the pinned transformers and
 accelerate of that script, transformer-lens and bertviz. The project never depends on any of them.
 No hub download: transformers loads the same fetched files the project loads (the MiniLM folder,
-the SmolLM2 GGUF), and TransformerLens's ``TransformerBridge`` wraps that same loaded model
+the SmolLM2 and Gemma 3 GGUFs), and TransformerLens's ``TransformerBridge`` wraps that same loaded model
 (``boot_transformers(folder, hf_model=..., tokenizer=...)``: given the model it reads nothing from
 the hub; without ``hf_model`` it would fetch the config from the hub by name).
+
+Two checkpoints are made, not fetched: ``gpt2-random`` (GPT-2 small's shape: 12 layers, 12 heads,
+d_model 768, 50,257-token vocabulary; 124M parameters) and ``qwen-random`` (Qwen2.5-0.5B's shape: 24
+layers, 14 query heads sharing 2 K/V heads, d_model 896, 151,936-token vocabulary, tied output;
+494M parameters), randomly initialised by transformers itself in the peers' venv (seed 0, its
+default init; no download) and saved as a Hugging Face folder (config.json, model.safetensors and
+a small byte-level tokenizer.json from scripts/make_family_fixtures.py) under ``--checkpoints``
+(default /tmp/peers-checkpoints), once. Both sides load that folder: the project through
+model/hf.py, transformers with AutoModelForCausalLM (eager, float32).
 
 What is measured (every other case in a fresh subprocess, the project's and the peer's alternating,
 round after round, the order flipped every round; figures are medians over the rounds):
@@ -55,11 +65,21 @@ from bench.models import interleaved  # standard library only: safe in the peers
 
 ROOT = Path(__file__).resolve().parent.parent
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_FILES = {"smollm2": GGUF_FILE, "gemma3": "gemma-3-270m-q4_k_m.gguf"}  # gemma3: model.fetch.GEMMA3_FILE
+RANDOM = {  # name -> (the family of scripts/make_family_fixtures.py's tokenizer, transformers' config)
+    "gpt2-random": ("gpt2", dict(model_type="gpt2", vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12,
+                                 n_head=12)),
+    "qwen-random": ("qwen2", dict(model_type="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864,
+                                  num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                                  max_position_embeddings=32768, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
+                                  tie_word_embeddings=True, use_sliding_window=False)),
+}
+CHECKPOINTS = Path("/tmp/peers-checkpoints")
 TRANSFORMER_LENS = "transformer-lens==4.3.0"
 BERTVIZ = "bertviz==1.4.1"
 PARITY_LIMIT = 2e-3
 HOOK_TOKENS = 128
-MODELS = ("minilm", "smollm2")
+MODELS = ("minilm", "smollm2", "gemma3", *RANDOM)
 RESULT = "PEERS-RESULT "
 
 
@@ -71,18 +91,21 @@ def _parity_pins() -> tuple[str, str]:
     return mod.TRANSFORMERS, mod.ACCELERATE
 
 
-def pins() -> list[str]:
-    return [*_parity_pins(), TRANSFORMER_LENS, BERTVIZ]
+def pins(only: set[str] | None = None) -> list[str]:
+    """The peers' packages: transformers and accelerate, TransformerLens for "hooks", BertViz for
+    "payload" (``only`` None: all of them)."""
+    return [*_parity_pins(), *([TRANSFORMER_LENS] if only is None or "hooks" in only else []),
+            *([BERTVIZ] if only is None or "payload" in only else [])]
 
 
-def ensure_venv(venv: Path) -> Path:
+def ensure_venv(venv: Path, only: set[str] | None = None) -> Path:
     """The peers' virtual environment (made once, reused while its pins match)."""
     import torch
 
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    wanted = pins()
+    wanted = pins(only)
     check = ("import importlib.metadata as m; print(' '.join(f'{n}=={m.version(n)}' for n in "
              f"{[p.split('==')[0] for p in wanted]!r}))")
     has = subprocess.run([str(python), "-c", check], capture_output=True, text=True)
@@ -100,13 +123,45 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
 
 
+def target(name: str, checkpoints: str | Path = CHECKPOINTS) -> str:
+    """What model.load and transformers read: the fetched name, or the made checkpoint's folder."""
+    return str(Path(checkpoints) / name) if name in RANDOM else name
+
+
+def job_make(job: dict) -> dict:
+    """In the peers' venv: the random checkpoints, made once by transformers (no download)."""
+    import torch
+    import transformers as tf
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_family_fixtures import make_tokenizer
+
+    made = {}
+    for name in job["names"]:
+        folder = Path(job["checkpoints"]) / name
+        if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
+            continue
+        family, raw = RANDOM[name]
+        tok, ids = make_tokenizer(family)
+        cfg = tf.AutoConfig.for_model(**raw, bos_token_id=ids.get("bos"), eos_token_id=ids["eos"],
+                                      pad_token_id=ids["pad"])
+        torch.manual_seed(0)
+        t0 = time.time()
+        ref = tf.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        folder.mkdir(parents=True, exist_ok=True)
+        ref.save_pretrained(folder)  # config.json + model.safetensors
+        tok.save(str(folder / "tokenizer.json"))
+        made[name] = {"parameters": sum(p.numel() for p in ref.parameters()), "seconds": time.time() - t0}
+    return made
+
+
 class Project:
     """The project's side: ``variant`` "patterns" keeps what transformers returns, "all" every hook."""
 
-    def __init__(self, name: str, variant: str = "patterns") -> None:
+    def __init__(self, name: str, variant: str = "patterns", checkpoints: str | Path = CHECKPOINTS) -> None:
         import model
 
-        self.m = model.load(name)
+        self.m = model.load(target(name, checkpoints))
         self.pattern_names = [h for h in self.m.hook_names if h.endswith("self_attn.hook_pattern")]
         self.variant = variant
 
@@ -130,12 +185,20 @@ class Project:
 class Transformers:
     """transformers, eager attention, ``output_attentions=True``, from the same fetched files."""
 
-    def __init__(self, name: str, lm_head: bool = False) -> None:
+    def __init__(self, name: str, lm_head: bool = False, checkpoints: str | Path = CHECKPOINTS) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer, BertForMaskedLM, BertModel
+        from transformers import (AutoModelForCausalLM, AutoTokenizer, BertForMaskedLM, BertModel,
+                                  PreTrainedTokenizerFast)
 
         from model import fetch
 
+        if name in RANDOM:  # the made folder: its tokenizer.json as is, the model as saved
+            folder = Path(checkpoints) / name
+            self.tok = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
+            self.ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32,
+                                                            attn_implementation="eager").eval()
+            self.source = str(folder)
+            return
         folder = fetch.model_dir(name)
         if name == "minilm":
             self.tok = AutoTokenizer.from_pretrained(folder)
@@ -143,8 +206,9 @@ class Transformers:
             self.ref = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
             self.source = str(folder)
         else:
-            self.tok = AutoTokenizer.from_pretrained(folder, gguf_file=GGUF_FILE)
-            self.ref = AutoModelForCausalLM.from_pretrained(folder, gguf_file=GGUF_FILE, dtype=torch.float32,
+            gguf = GGUF_FILES[name]
+            self.tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+            self.ref = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32,
                                                             attn_implementation="eager").eval()
             self.source = str(folder)
 
@@ -165,9 +229,10 @@ class Transformers:
 
 
 def _side(job: dict):
+    where = job.get("checkpoints", CHECKPOINTS)
     if job["side"] == "project":
-        return Project(job["model"], job.get("variant", "patterns"))
-    return Transformers(job["model"])
+        return Project(job["model"], job.get("variant", "patterns"), where)
+    return Transformers(job["model"], checkpoints=where)
 
 
 def job_cold(job: dict) -> dict:
@@ -183,11 +248,12 @@ def job_cold(job: dict) -> dict:
     t_load = time.time()
     side = _side(job)
     t_loaded = time.time()
-    first = side.forward(job["texts"]["16"])
+    shortest, longest = (job["texts"][k] for k in (min(job["texts"], key=int), max(job["texts"], key=int)))
+    first = side.forward(shortest)
     t_first = time.time()
     n16 = side.n_tokens(first)
     del first
-    out = side.forward(job["texts"]["512"])
+    out = side.forward(longest)
     peak = _maxrss_mb()
     res = {"cold_s": t_first - job["t_spawn"], "import_s": t_load - t_import, "load_s": t_loaded - t_load,
            "spawn_s": t_import - job["t_spawn"], "peak_mb": peak, "tokens": [n16, side.n_tokens(out)]}
@@ -213,7 +279,9 @@ def job_paired(job: dict) -> dict:
     torch.set_num_threads(job["threads"])
     made = {}
     for side in (("project", "transformers") if job["first"] == "project" else ("transformers", "project")):
-        made[side] = Project(job["model"], job["variant"]) if side == "project" else Transformers(job["model"])
+        where = job.get("checkpoints", CHECKPOINTS)
+        made[side] = Project(job["model"], job["variant"], where) if side == "project" \
+            else Transformers(job["model"], checkpoints=where)
     proj, peer = made["project"], made["transformers"]
     out: dict = {"times": {}, "cpu": {}, "tokens": {}}
     for n, text in job["texts"].items():
@@ -291,7 +359,7 @@ def job_payload(job: dict) -> dict:
     return out
 
 
-JOBS = {"cold": job_cold, "paired": job_paired, "hooks": job_hooks, "payload": job_payload}
+JOBS = {"cold": job_cold, "paired": job_paired, "hooks": job_hooks, "payload": job_payload, "make": job_make}
 
 
 def worker(raw: str) -> None:
@@ -330,18 +398,18 @@ def interval(xs: list[float], level: float = 0.9, draws: int = 2000) -> tuple[fl
     return meds[cut], meds[-cut - 1]
 
 
-def texts_for(name: str, lengths: list[int]) -> dict[str, str]:
+def texts_for(name: str, lengths: list[int], checkpoints: str | Path = CHECKPOINTS) -> dict[str, str]:
     from bench import models as mb
     import model
 
-    m = model.load(name)
+    m = model.load(target(name, checkpoints))
     return {str(n): mb.text_of(m, n) for n in lengths}
 
 
 def measure(a) -> dict:
     import torch
 
-    python_peer = str(ensure_venv(a.venv))
+    python_peer = str(ensure_venv(a.venv, a.only))
     python_project = sys.executable
     project_env = {"ATTENTION_EXPLORER_MALLOC": "default"} if a.malloc == "default" else {}
     rounds = 1 if a.quick else a.rounds
@@ -351,14 +419,19 @@ def measure(a) -> dict:
     res: dict = {"meta": {"date": dt.datetime.now().isoformat(timespec="seconds"), "threads": a.threads,
                           "rounds": rounds, "forward_rounds": forward_rounds, "reps": reps, "pairs": pairs, "cpus": os.cpu_count(), "quick": a.quick,
                           "load_avg": " ".join(f"{x:.1f}" for x in os.getloadavg()), "malloc": a.malloc,
-                          "torch": torch.__version__, "peers": pins()}, "models": {}}
+                          "torch": torch.__version__, "peers": pins(a.only)}, "models": {}}
     tmp = Path(tempfile.mkdtemp(prefix="peers-"))
+    randoms = [n for n in a.models if n in RANDOM]
+    if randoms:
+        print(f"making (once) {', '.join(randoms)} in {a.checkpoints} with transformers", file=sys.stderr, flush=True)
+        res["meta"]["made"] = run_job({"kind": "make", "side": "transformers", "model": "", "names": randoms,
+                                       "checkpoints": str(a.checkpoints)}, python_peer, a.threads, timeout=3600)
     for name in a.models:
-        lengths = [16, 128, 512]
-        texts = texts_for(name, lengths)
+        lengths = a.lengths
+        texts = texts_for(name, lengths, a.checkpoints)
         r: dict = {"cold": {"project": [], "project_all": [], "transformers": []},
                    "warm": {"patterns": [], "all": []}}
-        base = {"model": name, "texts": texts}
+        base = {"model": name, "texts": texts, "checkpoints": str(a.checkpoints)}
 
         def proj(job, variant="patterns"):
             return run_job({**job, "side": "project", "variant": variant}, python_project, a.threads, project_env)
@@ -388,7 +461,7 @@ def measure(a) -> dict:
                 first = "project" if (i + (variant == "all")) % 2 == 0 else "transformers"
                 r["warm"][variant].append(peer({**base, "kind": "paired", "reps": pairs, "variant": variant,
                                                 "first": first}))
-        if "hooks" in a.only:
+        if "hooks" in a.only and name not in RANDOM:  # TransformerLens: the fetched models only
             print(f"[{name}] hook overhead vs TransformerLens", file=sys.stderr, flush=True)
             r["hooks"] = {"project": [], "transformer_lens": []}
             hreps = 3 if a.quick else 2 * a.reps + 1
@@ -397,7 +470,7 @@ def measure(a) -> dict:
                          ("transformer_lens", lambda: peer({**base, "kind": "hooks", "reps": hreps}))]
                 for key, fn in (order if i % 2 == 0 else order[::-1]):
                     r["hooks"][key].append(fn())
-        if "payload" in a.only:
+        if "payload" in a.only and name not in RANDOM:
             print(f"[{name}] payload vs BertViz", file=sys.stderr, flush=True)
             ptexts = {k: v for k, v in texts.items() if not (a.quick and name != "minilm" and k == "512")}
             r["payload"] = {"project": proj({**base, "texts": ptexts, "kind": "payload"}),
@@ -540,7 +613,12 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=3, help="the hook-overhead case runs 2N+1 repetitions per process (default 3)")
     p.add_argument("--pairs", type=int, default=10,
                    help="warm-forward pairs (project, transformers) per length per process (default 10)")
-    p.add_argument("--models", default="minilm,smollm2")
+    p.add_argument("--models", default="minilm,smollm2",
+                   help=f"comma-separated, from {', '.join(MODELS)} (default minilm,smollm2)")
+    p.add_argument("--lengths", default="16,128,512", help="warm-forward lengths in tokens (default 16,128,512; "
+                   "the cold case runs the first and the last)")
+    p.add_argument("--checkpoints", type=Path, default=CHECKPOINTS,
+                   help=f"where the random checkpoints are made and kept (default {CHECKPOINTS})")
     p.add_argument("--only", default="parity,hooks,payload",
                    help="optional parts besides cold/load/peak/forward: parity, hooks, payload")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
@@ -552,13 +630,18 @@ def main(argv=None) -> int:
         worker(a.worker)
         return 0
     a.models = [x.strip() for x in a.models.split(",") if x.strip()]
+    try:
+        a.lengths = sorted({int(x) for x in a.lengths.split(",") if x.strip()})
+    except ValueError:
+        p.error("--lengths: comma-separated token counts")
     a.only = {x.strip() for x in a.only.split(",") if x.strip()}
     if set(a.models) - set(MODELS) or a.only - {"parity", "hooks", "payload"} or a.threads < 1 or a.rounds < 1 \
-            or a.reps < 1 or a.pairs < 1 or (a.forward_rounds is not None and a.forward_rounds < 1):
+            or a.reps < 1 or a.pairs < 1 or (a.forward_rounds is not None and a.forward_rounds < 1) \
+            or not a.lengths or min(a.lengths) < 2:
         p.error(f"--models from {', '.join(MODELS)}; --only from parity, hooks, payload; counts >= 1")
     from model import fetch
 
-    missing = [n for n in a.models if not fetch.is_fetched(n)]
+    missing = [n for n in a.models if n not in RANDOM and not fetch.is_fetched(n)]
     if missing:
         p.error(f"weights missing: run `python -m model.fetch {' '.join(missing)}` first")
     res = measure(a)

@@ -1580,10 +1580,10 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.10.why": {
         "en": "“{tok}”, with probability {p}. This step's self-attention query (position {q}) reads {n} keys: the {c} kept in the cache and its own. The whole output: “{out}”.",
         "ko": "“{tok}”, 확률 {p}입니다. 이 단계의 셀프 어텐션 쿼리(위치 {q})는 키 {n}개를 읽습니다: 캐시에 보관된 {c}개와 자기 자신의 키입니다. 전체 출력: “{out}”."},
-    "lesson.11.title": {"en": "From 2017 to today: learned and rotary positions, grouped-query attention", "ko": "2017년부터 지금까지: 학습된 위치, 회전 위치, 그룹 쿼리 어텐션"},
+    "lesson.11.title": {"en": "From 2017 to today: learned and rotary positions, grouped-query attention, sliding windows, QK-norm", "ko": "2017년부터 지금까지: 학습된 위치, 회전 위치, 그룹 쿼리 어텐션, 슬라이딩 윈도, QK 노름"},
     "lesson.11.text": {
-        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding (as tutorial 003's code does) instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so position enters a score only through the distance between the two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**.",
-        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 튜토리얼 003의 코드처럼 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수에는 위치가 두 토큰 사이의 거리로만 반영됩니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**."},
+        "en": "Later models kept attention and changed the rest. BERT-style encoders such as MiniLM **learn** a position embedding (as tutorial 003's code does) instead of computing sines. Llama-style decoders such as SmolLM2 add nothing to the embedding: they **rotate** each query and key by an angle that grows with the position (RoPE), so position enters a score only through the distance between the two tokens. And to shrink the key/value cache, several query heads share one key/value head: **grouped-query attention**. Gemma 3 goes further: all four query heads read one key/value head (multi-query), five of every six layers see only a **sliding window** of the last 512 tokens (local layers; the sixth is global), and each head's q and k are normalised before the dot product (**QK-norm**), so that scores stay in range.",
+        "ko": "이후의 모델들은 어텐션은 그대로 두고 나머지를 바꾸었습니다. MiniLM 같은 BERT 계열 인코더는 사인파를 계산하지 않고 튜토리얼 003의 코드처럼 위치 임베딩을 **학습**합니다. SmolLM2 같은 Llama 계열 디코더는 임베딩에 아무것도 더하지 않고, 쿼리와 키를 위치에 비례하는 각도로 **회전**시킵니다 (RoPE). 그래서 점수에는 위치가 두 토큰 사이의 거리로만 반영됩니다. 그리고 키/밸류 캐시를 줄이려고 여러 쿼리 헤드가 키/밸류 헤드 하나를 함께 씁니다: **그룹 쿼리 어텐션**. Gemma 3는 더 나아갑니다: 쿼리 헤드 네 개가 모두 키/밸류 헤드 하나를 읽고(멀티 쿼리), 여섯 레이어 중 다섯은 마지막 512개 토큰의 **슬라이딩 윈도**만 보며(지역 레이어, 여섯째는 전역), 각 헤드의 q와 k를 내적 전에 정규화해서(**QK 노름**) 점수가 범위 안에 머물게 합니다."},
     "lesson.11.minilm": {"en": "MiniLM (a BERT encoder): learned position embeddings.", "ko": "MiniLM (BERT 인코더): 학습된 위치 임베딩."},
     "lesson.11.smollm2": {"en": "SmolLM2 (a Llama decoder): rotary positions and grouped-query attention.", "ko": "SmolLM2 (Llama 디코더): 회전 위치 인코딩과 그룹 쿼리 어텐션."},
     "lesson.11.ask": {
@@ -2147,7 +2147,7 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "QK-norm: q and k before and after their norm",
         "ko": "QK 노름: 정규화 전후의 q와 k"},
     "stage.qk_norm.explain": {
-        "en": "This model normalises each head's query and key ({norm} over the d_k numbers of the head) before the rotation and the dot product. A norm fixes each vector's size (rms about |γ|), so a score q·k can only grow as far as the learned γ let it, however large the projections become: the softmax stays out of saturation without relying on 1/√d_k alone. Here (head's K/V head {kv}): before the norm q and k have rms {rms_q} and {rms_k}, and the largest |score| would be {before}; after it, {after}.",
+        "en": "This model normalises each head's query and key ({norm} over the d_k numbers of the head) before the rotation and the dot product. A norm fixes each vector's size (rms about |γ|), so a score q·k can only grow as far as the learned γ let it, however large the projections become: the softmax stays out of saturation without relying on 1/√d_k alone. Here (this head, and its K/V head {kv}): before the norm q and k have rms {rms_q} and {rms_k}, and the largest |score| would be {before}; after it, {after}.",
         "ko": "이 모델은 회전과 내적 전에 각 헤드의 쿼리와 키를 정규화합니다(헤드의 d_k개 숫자에 대한 {norm}). 노름은 벡터의 크기(rms가 대략 |γ|)를 고정하므로, 투영이 아무리 커져도 점수 q·k는 학습된 γ가 허락하는 만큼만 커집니다: 1/√d_k에만 기대지 않고도 소프트맥스가 포화되지 않습니다. 여기서(이 헤드의 K/V 헤드 {kv}) 노름 전 q와 k의 rms는 {rms_q}, {rms_k}이고 가장 큰 |점수|는 {before}였을 것이며, 노름 뒤에는 {after}입니다."},
     "qk_norm.needs": {
         "en": "QK-norm (a norm on each head's q and k)",
@@ -2258,8 +2258,8 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "This model normalises before each sublayer (pre-norm, as GPT-2 does): the sublayer reads LayerNorm(x), and its output is added to the stream x itself, which is never normalised on its way through the blocks. LayerNorm subtracts each position's mean μ, divides by its standard deviation σ, then scales by γ and shifts by β (both learned). The panels follow layer {layer} in order; the bottom plot shows μ and σ of each norm's input per position. {extra}",
         "ko": "이 모델은 각 서브레이어 앞에서 정규화합니다 (GPT-2처럼 프리 노름): 서브레이어는 LayerNorm(x)을 읽고, 그 출력은 스트림 x 자체에 더해지며, 스트림은 블록을 지나는 동안 정규화되지 않습니다. LayerNorm은 위치마다 평균 μ를 빼고 표준편차 σ로 나눈 뒤 γ를 곱하고 β를 더합니다 (둘 다 학습됨). 패널은 {layer}번 레이어를 순서대로 따라가고, 아래 그림은 각 노름 입력의 위치별 μ와 σ입니다. {extra}"},
     "stage.residual_norm.explain.sandwich": {
-        "en": "Gemma normalises on both sides of each sublayer (a sandwich): the sublayer reads RMSNorm(x), its output is normalised again by a second RMSNorm, and only then added to the stream x, which is itself never normalised. Gemma's RMSNorm scales by (1 + γ) instead of γ (its γ are stored around 0). The panels follow layer {layer} in order; the bottom plot shows the root mean square of each of the four norms' inputs per position. {extra}",
-        "ko": "Gemma는 각 서브레이어의 양쪽에서 정규화합니다 (샌드위치): 서브레이어는 RMSNorm(x)을 읽고, 그 출력을 두 번째 RMSNorm으로 다시 정규화한 뒤에야 스트림 x에 더하며, 스트림 자체는 정규화되지 않습니다. Gemma의 RMSNorm은 γ 대신 (1 + γ)를 곱합니다 (γ는 0 근처로 저장됨). 패널은 {layer}번 레이어를 순서대로 따라가고, 아래 그림은 노름 네 개 각각의 입력의 위치별 제곱평균제곱근입니다. {extra}"},
+        "en": "Gemma normalises on both sides of each sublayer (a sandwich): the sublayer reads RMSNorm(x), its output is normalised again by a second RMSNorm, and only then added to the stream x, which is itself never normalised. Gemma's RMSNorm scales by (1 + γ) instead of γ (its γ are stored around 0; a GGUF file stores 1 + γ itself). The panels follow layer {layer} in order; the bottom plot shows the root mean square of each of the four norms' inputs per position. {extra}",
+        "ko": "Gemma는 각 서브레이어의 양쪽에서 정규화합니다 (샌드위치): 서브레이어는 RMSNorm(x)을 읽고, 그 출력을 두 번째 RMSNorm으로 다시 정규화한 뒤에야 스트림 x에 더하며, 스트림 자체는 정규화되지 않습니다. Gemma의 RMSNorm은 γ 대신 (1 + γ)를 곱합니다 (γ는 0 근처로 저장되며, GGUF 파일은 1 + γ 자체를 저장함). 패널은 {layer}번 레이어를 순서대로 따라가고, 아래 그림은 노름 네 개 각각의 입력의 위치별 제곱평균제곱근입니다. {extra}"},
     "stage.residual_norm.explain.unknown": {
         "en": "These words do not describe this model's normalisation yet ({norm}, from {family}); the panels show the stream and the norms' inputs as the model computed them. {extra}",
         "ko": "이 설명은 아직 이 모델의 정규화를 다루지 않습니다 ({family}의 {norm}). 패널은 모델이 계산한 스트림과 노름 입력을 보여 줍니다. {extra}"},
@@ -2272,6 +2272,9 @@ WORDS: dict[str, dict[str, str]] = {
     "whatif.output_note_family_seq2seq": {
         "en": "The {family} model writes greedily, one token at a time, reading what it has written; under the edits it writes again from the start, so one changed step changes what follows. The first character that differs is outlined.",
         "ko": "{family} 모델은 자기가 쓴 것을 읽으며 한 번에 토큰 하나씩 그리디하게 씁니다. 편집하면 처음부터 다시 쓰므로, 한 단계가 바뀌면 뒤도 바뀝니다. 처음으로 달라진 글자에 테두리를 칩니다."},
+    "lesson.11.gemma3": {
+        "en": "Gemma 3 (270M, today's design), layer 0, a local layer: its window is 512 tokens, longer than this sentence, so the What if shrinks it to 4 (window=4): the band appears in the weights (right). Below: q and k before and after QK-norm.",
+        "ko": "Gemma 3 (270M, 오늘날의 설계), 0번 레이어(지역 레이어): 윈도가 512 토큰으로 이 문장보다 길어서, What if로 4로 줄였습니다 (window=4): 가중치에 띠가 나타납니다 (오른쪽). 아래: QK 노름 전후의 q와 k."},
     "norm_extra_final": {
         "en": "After the last block one more {norm} comes before the output layer.",
         "ko": "마지막 블록 다음, 출력층 전에 {norm}이 하나 더 있습니다."},

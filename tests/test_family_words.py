@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "families"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file()) if FIXTURES.is_dir() else []
 TEXTS = ["12 34 56 78 90 13", "7 8"]  # no catalogue word among the tokens
 # names of families, operations and symbols that stay in Latin letters in Korean
-LATIN_FAMILY = LATIN_OK | {"RoPE", "GeGLU", "GELU", "QK", "T5", "RoBERTa", "Marian", "Gemma", "GPT", "hook_position_bias",
+LATIN_FAMILY = LATIN_OK | {"RoPE", "GGUF", "GeGLU", "GELU", "QK", "T5", "RoBERTa", "Marian", "Gemma", "GPT", "hook_position_bias",
                            "hook_capped_scores", "What", "no_position", "window", "tanh", "W_up", "W_gate",
                            "d_rot", "pad", "roberta", "distilbert", "marian", "bert", "gemma3_text", "gpt2",
                            "llama", "mistral", "qwen2", "qwen3", "t5", "relative", "learned", "rotary", "sinusoidal",
@@ -222,13 +222,14 @@ def test_the_rope_words_give_each_layers_own_base(name):
     local, glob = m.info.positional_base_local, m.info.positional_base
     for layer in range(m.info.n_layers):
         base = local if layer in m.info.window_layers else glob
+        said = f"{int(base):,}"  # 10,000 and 1,000,000
         w = words(m, run, "rope_freqs", "decoder.self_attn", layer)
-        assert f"= {base:g}" in w["formula"], (layer, w["formula"])
-        assert f"rotary base is {base:g}" in w["note"]
+        assert "= " + said.replace(",", "{,}") in w["formula"], (layer, w["formula"])
+        assert f"rotary base is {said}" in w["note"]
         d = words(m, run, "rope_distance", "decoder.self_attn", layer)
-        assert f"base {base:g}" in d["note"]
+        assert f"base {said}" in d["note"]
         q = words(m, run, "qkv", "decoder.self_attn", layer)
-        assert f"base {base:g} in this layer" in q["explain"]
+        assert f"base {said} in this layer" in q["explain"]
 
 
 @pytest.mark.parametrize("name", ["gemma3_text", "qwen3"])

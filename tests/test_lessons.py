@@ -22,7 +22,7 @@ from model import fetch
 
 APP = str(Path(__file__).resolve().parent.parent / "explorer" / "main.py")
 pytestmark = pytest.mark.timeout(600)
-REAL = {"minilm", "smollm2"}
+REAL = {"minilm", "smollm2", "gemma3"}
 
 
 @pytest.fixture(scope="module")

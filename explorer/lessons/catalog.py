@@ -369,7 +369,9 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(11, "lesson.11.title", "lesson.11.text", ("The cat sat on the mat because it was tired.",),
            (Part("minilm", ("pe_learned_sim",), reveal=("softmax",), note="lesson.11.minilm"),
             Part("smollm2", ("rope_distance",), reveal=("gqa", "softmax"), block="decoder.self_attn", layer=0,
-                 head=GQA_QUERY_HEAD, note="lesson.11.smollm2")),
+                 head=GQA_QUERY_HEAD, note="lesson.11.smollm2"),
+            Part("gemma3", ("whatif_pattern", "qk_norm"), block="decoder.self_attn", layer=0, edits="window=4",
+                 note="lesson.11.gemma3")),  # today's design: a sliding window (shrunk to show), QK-norm
            ask_gqa, asks=1),
     Lesson(12, "lesson.12.title", "lesson.12.text", ("The capital of France is", "The capital of Italy is"),
            (Part("smollm2", ("next_token",), reveal=("patching",), block="decoder.self_attn", patch=True),),

@@ -335,7 +335,8 @@ def _bias(on: bool, b: str) -> str:
 # ModelInfo.norm is "{placement}-{norm}": "post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm",
 # "sandwich-RMSNorm(1+w)"; a combination the words do not know gets a variant that says so.
 
-KNOWN_NORMS = ("post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm", "sandwich-RMSNorm(1+w)")
+KNOWN_NORMS = ("post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm", "sandwich-RMSNorm(1+w)", "sandwich-RMSNorm")
+# (Gemma read from a GGUF file: "sandwich-RMSNorm", the file stores 1 + w itself)
 POSITIONAL_KEYS = {"sinusoidal": "positional.sinusoidal", "learned": "positional.learned",
                    "rotary": "positional.rotary", "relative": "positional.relative"}
 
@@ -416,6 +417,11 @@ def _layer_base(c: "_Ctx") -> float:
 def _rot_dims(c: "_Ctx") -> int:
     """The rotated dimensions of each head (partial rotary: fewer than d_head)."""
     return int(c.info.get("rotary_dims") or 0) or c.d_head
+
+
+def _base_text(x: float) -> str:
+    """A rotary base as people write it: 10,000 and 1,000,000, not 1e+06."""
+    return f"{int(x):,}" if float(x).is_integer() else _num(x)
 
 
 def _layer_list(layers) -> str:
@@ -630,7 +636,7 @@ def _rope_formula(c: _Ctx) -> str:
     dims = r"d_{head}" if r == d else r"d_{rot}"
     f = (r"\theta_i = " + _tx(c, "base") + rf"^{{-2i/{dims}}},\quad (q_i, q_{{i+{dims}/2}}) \mapsto R(\theta_i\, pos)\,"
          rf"(q_i, q_{{i+{dims}/2}})")
-    f += rf",\qquad {_tx(c, 'base')} = {_num(_layer_base(c))}"
+    f += rf",\qquad {_tx(c, 'base')} = " + _base_text(_layer_base(c)).replace(",", "{,}")
     return f + (rf",\ d_{{rot}} = {r} < d_{{head}} = {d}" if r != d else "")
 
 
@@ -643,9 +649,9 @@ def _rope_layer_words(c: _Ctx) -> list[str]:
         others = [i for i in range(n_layers) if i not in layers]
         mine = _model_window(c) > 0
         out.append(c.words("rope.layer_base", layer=c.sel.layer,
-                           kind=c.words("rope.local" if mine else "rope.global"), n=_num(_layer_base(c)),
+                           kind=c.words("rope.local" if mine else "rope.global"), n=_base_text(_layer_base(c)),
                            other=c.words("rope.global" if mine else "rope.local"),
-                           layers=_layer_list(others if mine else layers), m=_num(c.base if mine else float(local))))
+                           layers=_layer_list(others if mine else layers), m=_base_text(c.base if mine else float(local))))
     r = _rot_dims(c)
     if r != c.d_head:
         out.append(c.words("rope.partial", r=r, d=c.d_head, rest=c.d_head - r))
@@ -664,7 +670,7 @@ def _rope_freqs(c: _Ctx, title: str, opts: dict):
 
 
 def _rotary_note(c: _Ctx) -> str | None:
-    return " ".join([c.words("pe_rotary_note", n=f"{_layer_base(c):g}", d=c.d_head)] + _rope_layer_words(c))
+    return " ".join([c.words("pe_rotary_note", n=_base_text(_layer_base(c)), d=c.d_head)] + _rope_layer_words(c))
 
 
 @stage("rope_distance", section="position", applies=_rotary_model, note=_rotary_note,
@@ -855,7 +861,7 @@ def _qkv_fill(c: _Ctx) -> dict:
     return {"layer": c.sel.layer, "last": int(c.info["n_layers"]) - 1, "norm": norm,
             "qk": c.words("qkv.qk_norm", norm=norm) if c.info.get("qk_norm") else "",
             "partial": c.words("qkv.partial", r=_rot_dims(c), d=c.d_head) if _rot_dims(c) != c.d_head else "",
-            "base": _num(_layer_base(c)) if _rotary_model(c.info) else "",
+            "base": _base_text(_layer_base(c)) if _rotary_model(c.info) else "",
             "bias": c.words("qkv.bias" if c.info.get("qkv_bias", True) else "qkv.no_bias")}
 
 
@@ -1589,7 +1595,7 @@ def _resolve(c: _Ctx, hook: str) -> str:
 def _residual_variant(c: _Ctx) -> str:
     norm = str(c.info.get("norm") or "post-LayerNorm")
     return {"post-LayerNorm": "post_ln", "pre-RMSNorm": "pre_rms", "pre-LayerNorm": "pre_ln",
-            "sandwich-RMSNorm(1+w)": "sandwich"}.get(norm, "unknown")
+            "sandwich-RMSNorm(1+w)": "sandwich", "sandwich-RMSNorm": "sandwich"}.get(norm, "unknown")
 
 
 LAYERNORM_TEX = r"\mathrm{LayerNorm}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta"
@@ -1603,8 +1609,10 @@ def _residual_formula(c: _Ctx) -> str:
     if v == "pre_ln":
         return r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{LayerNorm}(x)\big),\quad " + LAYERNORM_TEX
     if v == "sandwich":
-        return (r"x \leftarrow x + \mathrm{RMSNorm}_{1+w}\Big(\mathrm{Sublayer}\big(\mathrm{RMSNorm}_{1+w}(x)\big)\Big),\quad "
-                r"\mathrm{RMSNorm}_{1+w}(x) = (1 + \gamma) \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \varepsilon}}")
+        n = _norm_tex(c.info)
+        gamma = r"(1 + \gamma)" if _norm_name(c.info) == "RMSNorm(1+w)" else r"\gamma"
+        return (rf"x \leftarrow x + {n}\Big(\mathrm{{Sublayer}}\big({n}(x)\big)\Big),\quad "
+                rf"{n}(x) = {gamma} \odot \frac{{x}}{{\sqrt{{\tfrac{{1}}{{d}}\sum_i x_i^2 + \varepsilon}}}}")
     if v == "unknown":
         return r"x \leftarrow \cdots\quad(" + str(c.info.get("norm", "")) + ")"
     return r"x \leftarrow x + \mathrm{Sublayer}\big(\mathrm{RMSNorm}(x)\big),\quad " + RMSNORM_TEX

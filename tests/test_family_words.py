@@ -313,3 +313,47 @@ def test_a_family_the_words_do_not_know_says_so():
             assert "newfam" in w["explain"] or sid == "embedding" and "newfam" in w["explain"]
     kind = stages.stage_words("pe_curves", run, odd, sel)["explain"]
     assert "do not describe yet" in kind
+
+
+@pytest.mark.weights
+def test_the_real_gemma3_in_korean_and_english():
+    """Gemma 3 270M (python -m model.fetch gemma3): every stage of a local and a global layer in both
+    languages; the mask names the global layers 5, 11, 17; window=4 draws a band of 4 on a Korean
+    sentence and changes the next token's distribution; QK-norm keeps the largest score small."""
+    from model import fetch
+
+    if not fetch.is_fetched("gemma3"):
+        pytest.skip("gemma3 is not fetched (python -m model.fetch gemma3)")
+    m = model.load("gemma3")
+    info = m.info
+    texts = ["나는 어제 도서관에서 트랜스포머 논문을 읽었다.", "파리는 프랑스의 수도이고, 서울은"]
+    run = stages.run_data(m, texts)
+    english = english_words()
+    assert info.kind == "decoder" and info.n_kv_heads == 1 and info.qk_norm
+    glob = [i for i in range(info.n_layers) if i not in info.window_layers]
+    assert glob == [5, 11, 17]
+    for layer in (0, 5):
+        sel = stages.Selection(info.name, 0, layer, 1, "decoder.self_attn", 1, 0)
+        for sid in stages.STAGE_IDS:
+            if sid in SKIP or stages.REGISTRY[sid].needs or not stages.applies(sid, info, sel.block):
+                continue
+            ko = stages.stage_words(sid, run, info, sel, "ko")
+            fig, df = stages.stage_figure(sid, run, info, sel, lang="ko")
+            assert not latin_words(" ".join([ko["title"], ko["explain"], ko["note"] or ""])), (sid, ko)
+            seen = [clean(s) for s in figure_strings(fig.to_dict())]
+            assert not [s for s in seen for p in english.values() if p.search(s)], sid
+        mask = stages.stage_words("mask", run, info, sel)
+        assert "global layers 5, 11, 17" in mask["note"]
+        assert (mask["variant"] == "window") == (layer == 0)
+        assert stages.stage_words("gqa", run, info, sel)["variant"] == "mqa"
+        rope = stages.stage_words("rope_freqs", run, info, sel)["note"]
+        assert ("rotary base is 10,000" if layer == 0 else "rotary base is 1,000,000") in rope
+    edited = stages.run_data(m, texts, edits="window=4")
+    sel = stages.Selection(info.name, 0, 0, 0, "decoder.self_attn")
+    fig, _ = stages.stage_figure("mask", edited, info, sel)
+    assert len([t for t in fig.data if isinstance(t, go.Heatmap)]) == 4
+    assert "w = 4" in stages.stage_words("mask", edited, info, sel)["formula"]
+    out, _ = stages.stage_figure("whatif_output", run, info, sel, edited=edited)
+    assert "window=4" in out.layout.title.subtitle.text
+    d = stages.qk_norm_data(stages._context(run, info, sel, "en"))
+    assert np.abs(d["scores_after"]).max() < np.abs(d["scores_before"]).max() / 10

@@ -44,6 +44,7 @@ TOKENS_ONLY = [  # token ids only: code, emoji, mixed scripts, spaces
     "🙂👍🏽 안녕하세요 여러분! 오늘은 어텐션을 배워요.",
     "  two  spaces, a\ttab and ünïcödé — “quotes” … 日本語も。",
     "x = [i**2 for i in range(10)]  // 한국어 주석",
+    "ꙮ (the multiocular O), 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and 𐍈: characters the vocabulary spells in bytes",
 ]
 LONG_TOKENS = 1100  # the long input: whole sentences until at least this many tokens
 LONG_LAYERS = (0, 4, 5, 11, 17)  # local, local, global, global, global (every 6th layer is global)

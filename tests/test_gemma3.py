@@ -85,6 +85,11 @@ def test_byte_pieces_are_joined_into_the_characters_they_spell(m):
     assert all(i is not None for i in ids)
     assert m.tokens_text(ids) == [" a", "😀", "", "", "", "\ufffd", "\n"]
     assert m.token_text(ids[1]) == "\ufffd" and m.token_text(ids[-1]) == "\n"  # alone: never "<0xF0>"
+    text = "ꙮ (the multiocular O), 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and 𐍈"  # characters outside the vocabulary
+    _, cache = m.run_with_cache([text], names=[])
+    assert any(t.startswith("<0x") for t in m.tokenizer.encode([text])[0].tokens)
+    assert "".join(cache.tokens[0][1:]) == text
+    assert cache.tokens[0][1:4] == ["ꙮ", "", ""] and not any("<0x" in t or "\ufffd" in t for t in cache.tokens[0])
 
 
 # --- parity -----------------------------------------------------------------------------------------

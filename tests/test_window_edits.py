@@ -204,3 +204,32 @@ def test_no_position_undoes_each_layers_own_rotary(fam, name):
         p = f"decoder.blocks.{layer}.self_attn"
         assert torch.allclose(c[f"{p}.hook_q"], c[f"{p}.hook_q_normed"], atol=1e-5), layer
         assert torch.allclose(c[f"{p}.hook_k"], c[f"{p}.hook_k_normed"].repeat_interleave(group, 1), atol=1e-5), layer
+
+
+@pytest.mark.parametrize("change", [{"rope_dims": 4}, {"rope_interleaved": True}, {"rope_dims": 4, "rope_interleaved": True}])
+def test_no_position_undoes_partial_and_interleaved_rotary(fam, change):
+    """The llama fixture rebuilt as partial (4 of 8 dimensions rotated) and/or interleaved rotary: under
+    no_position, q and k are exactly the projections of the attention's input, in every layer."""
+    import copy
+
+    m = copy.deepcopy(fam("llama"))
+    f = dataclasses.replace(m.family, **change)
+    m.family = m.decoder.f = f  # the stack reads its family for every run's rotary tables
+    _, intact = m.run_with_cache(TEXTS)
+    _, c = m.run_with_cache(TEXTS, edits="no_position")
+    group = m.info.n_heads // m.info.n_kv_heads
+    B, T = c["decoder.blocks.0.self_attn.hook_q"].shape[0], c["decoder.blocks.0.self_attn.hook_q"].shape[2]
+    for layer in range(m.info.n_layers):
+        p, attn = f"decoder.blocks.{layer}", m.decoder.blocks[layer].self_attn
+        x = c[f"{p}.hook_attn_normed"]
+        q = attn.W_Q(x).view(B, T, -1, m.info.d_head).transpose(1, 2)
+        k = attn.W_K(x).view(B, T, -1, m.info.d_head).transpose(1, 2).repeat_interleave(group, 1)
+        assert torch.allclose(c[f"{p}.self_attn.hook_q"], q, atol=1e-5), (change, layer)
+        assert torch.allclose(c[f"{p}.self_attn.hook_k"], k, atol=1e-5), (change, layer)
+    # and the change was real: the intact run's q differs from the unrotated one beyond position 0
+    q0 = intact["decoder.blocks.0.self_attn.hook_q"]
+    x0 = intact["decoder.blocks.0.hook_attn_normed"]
+    raw = m.decoder.blocks[0].self_attn.W_Q(x0).view(B, T, -1, m.info.d_head).transpose(1, 2)
+    assert not torch.allclose(q0[..., 1:, :], raw[..., 1:, :], atol=1e-3)
+    if "rope_dims" in change:  # the unrotated half is untouched
+        assert torch.allclose(q0[..., 4:], raw[..., 4:], atol=1e-5)

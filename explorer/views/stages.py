@@ -333,10 +333,8 @@ def _bias(on: bool, b: str) -> str:
 
 # --- what a family does (issue 24): norm kind and placement, positions, window, scale -------------
 # ModelInfo.norm is "{placement}-{norm}": "post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm",
-# "sandwich-RMSNorm(1+w)"; a combination the words do not know gets a variant that says so.
-
-KNOWN_NORMS = ("post-LayerNorm", "pre-LayerNorm", "pre-RMSNorm", "sandwich-RMSNorm(1+w)", "sandwich-RMSNorm")
-# (Gemma read from a GGUF file: "sandwich-RMSNorm", the file stores 1 + w itself)
+# "sandwich-RMSNorm(1+w)" (Gemma from a GGUF file: "sandwich-RMSNorm", the file stores 1 + w itself);
+# a combination the words do not know gets a variant that says so.
 POSITIONAL_KEYS = {"sinusoidal": "positional.sinusoidal", "learned": "positional.learned",
                    "rotary": "positional.rotary", "relative": "positional.relative"}
 

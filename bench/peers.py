@@ -634,6 +634,8 @@ def main(argv=None) -> int:
         a.lengths = sorted({int(x) for x in a.lengths.split(",") if x.strip()})
     except ValueError:
         p.error("--lengths: comma-separated token counts")
+    if "hooks" in a.only and HOOK_TOKENS not in a.lengths:
+        p.error(f"the hook-overhead case (--only hooks) runs on {HOOK_TOKENS} tokens: keep it in --lengths")
     a.only = {x.strip() for x in a.only.split(",") if x.strip()}
     if set(a.models) - set(MODELS) or a.only - {"parity", "hooks", "payload"} or a.threads < 1 or a.rounds < 1 \
             or a.reps < 1 or a.pairs < 1 or (a.forward_rounds is not None and a.forward_rounds < 1) \

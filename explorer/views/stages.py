@@ -974,7 +974,12 @@ def _qk(c: _Ctx, title: str, opts: dict):
     return av.scores_figure(_raw_scores(c), c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k")
 
 
-@stage("scaled", section="scores", click="cell", shape=_square("Q·Kᵀ/√d_k", "hook_scores"),
+def _scaled_name(c: _Ctx, what: str = "Q·Kᵀ") -> str:
+    """The scaled scores' name as the model scales them: Q·Kᵀ/√d_k, Q·Kᵀ (T5) or s·Q·Kᵀ."""
+    return {"sqrt": f"{what}/√d_k", "none": what, "custom": f"s·{what}"}[_scale_kind(c.info)]
+
+
+@stage("scaled", section="scores", click="cell", shape=lambda c: _square(_scaled_name(c), "hook_scores")(c),
        variants=("sqrt", "none", "custom"), variant=lambda c: _scale_kind(c.info),
        fill=lambda c: {"k": c.d_head, "sqrt": f"{np.sqrt(c.d_head):.2f}", "scale": _num(_scale_of(c.info), 4),
                        "inv": f"{1 / np.sqrt(c.d_head):.4f}"},
@@ -985,7 +990,7 @@ def _qk(c: _Ctx, title: str, opts: dict):
 def _scaled(c: _Ctx, title: str, opts: dict):
     zmax = style.symmetric_range(_raw_scores(c))  # the same range as Q·Kᵀ: scaling shows as paler
     return av.scores_figure(c.t("hook_scores"), c.q_tokens, c.k_tokens, title=title, labels=c.L,
-                            value_name="q·k/√d_k", zmax=zmax)
+                            value_name=_scaled_name(c, "q·k"), zmax=zmax)
 
 
 def mask_window(c: _Ctx) -> int:
@@ -1084,7 +1089,7 @@ def _masked_input(c: _Ctx) -> str:
 def _masked(c: _Ctx, title: str, opts: dict):
     ms = c.t("hook_masked_scores")
     blocked = ~np.isfinite(ms) | ~c.t("hook_mask")
-    return av.scores_figure(ms, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name="q·k/√d_k",
+    return av.scores_figure(ms, c.q_tokens, c.k_tokens, title=title, labels=c.L, value_name=_scaled_name(c, "q·k"),
                             blocked=blocked)
 
 

@@ -429,7 +429,7 @@ def test_stage_records_say_what_a_click_chooses_and_what_they_compare():
     assert clicks == {"qk": "cell", "scaled": "cell", "masked": "cell", "softmax": "cell", "overview": "head"}
     needs = {sid: s.needs for sid, s in stages.REGISTRY.items() if s.needs}
     assert needs == {"whatif_pattern": "edited", "whatif_entropy": "edited", "whatif_output": "edited",
-                     "compare_pattern": "other", "patching": "other"}  # patching: the clean run is the second sentence's
+                     "compare_pattern": "other", "patching": "other"}  # patching reads the second sentence's run too
     info = model.load("seed", random=True, d_model=32, n_heads=2).info
     assert not stages.ready("whatif_pattern", info) and stages.ready("whatif_pattern", info, options={"edited": 1})
 

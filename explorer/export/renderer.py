@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import importlib.util
 import logging
 import os
 import shutil
@@ -30,10 +31,21 @@ from .frames import current_figure
 
 log = logging.getLogger("attention_explorer.export")
 
-try:
-    import kaleido
-except ImportError:  # image export says how to install it; CSV still works
-    kaleido = None
+
+@functools.cache
+def _kaleido():
+    """The kaleido module, imported on first use, or None when it is not installed (image export then
+    says how to install it; CSV still works). Not at import time: it took ~0.12 s of every process's
+    first page, which renders nothing (issue 23, `python -m bench --only floor`)."""
+    try:
+        import kaleido
+    except ImportError:
+        return None
+    return kaleido
+
+
+def _has_kaleido() -> bool:
+    return importlib.util.find_spec("kaleido") is not None
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 FORMATS = (*IMAGE_FORMATS, "csv")
@@ -83,7 +95,7 @@ def browser_path() -> str:
 
 def unavailable_reason() -> ExportUnavailable | None:
     """Cheap check (no browser is started): None when image export should work."""
-    if kaleido is None:
+    if not _has_kaleido():
         return ExportUnavailable("Image export needs the kaleido package.",
                                  install="pip install 'kaleido==1.5.0'")
     try:
@@ -241,7 +253,7 @@ def _kaleido_class():
     makes the caller wait for that reload. Here the image is returned at once and the reload
     runs while the user looks at it (the next render waits for the tab, as before).
     """
-    base = kaleido.Kaleido
+    base = _kaleido().Kaleido
     if not hasattr(base, "_return_kaleido_tab"):  # another kaleido version: keep its behaviour
         return base
 

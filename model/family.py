@@ -15,7 +15,9 @@ One set of parts (model/parts.py) builds every model; a ``Family`` chooses among
     softcaps     c·tanh(x / c) on the attention scores and/or the final logits (0: none)
 
 ``FAMILIES`` maps each supported ``model_type`` to the function that reads its config.json;
-every size and switch is checked (model/checks.py bounds) before anything is allocated.
+every size and switch is checked (model/checks.py bounds), and so is each special token id the
+kind of model uses (against vocab_size), before anything is allocated; ``Family.said`` keeps which
+config.json key and value gave each size, for the reader's messages (model/hf.py: shape_reasons).
 """
 from __future__ import annotations
 
@@ -108,8 +110,15 @@ class Family:
     bos_id: int | None = None
     eos_ids: tuple[int, ...] = ()
     decoder_start_id: int | None = None  # encoder-decoder: the first decoder token
+    # what config.json said for each size, for messages: (symbol, "key=value"), symbols vocab, d,
+    # heads, kv, head_dim, ff, positions, types, buckets (model/hf.py: shape_reasons)
+    said: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     # --- derived ------------------------------------------------------------------------------
+    def says(self, symbol: str) -> str | None:
+        """What config.json said for a size ("hidden_size=32"), None when not recorded."""
+        return dict(self.said).get(symbol)
+
     @property
     def scale(self) -> float:
         return self.attn_scale or 1.0 / math.sqrt(self.d_head)
@@ -182,13 +191,38 @@ class Config:
     def act(self, key: str, default: str) -> str:
         return ACTIVATIONS[self.str(key, default, tuple(ACTIVATIONS))]
 
-    def token_ids(self, vocab: int) -> dict:
-        """pad, bos, eos (a list of ids or one) and decoder_start; an id outside the vocabulary
-        (a config.json left with another vocabulary's ids) is dropped with a warning."""
+    def said(self, **symbols: tuple[str, object]) -> tuple[tuple[str, str], ...]:
+        """symbol=(key, value) -> (symbol, "key=value"), "(its default)" when config.json lacks the key."""
+        return tuple((sym, f"{key}={value}" + ("" if self.has(key) else " (its default)"))
+                     for sym, (key, value) in symbols.items())
+
+    def head_dim_said(self, hs: int, d: int, d_key: str, H: int, heads_key: str, head_dim_key: str) -> str:
+        if self.has(head_dim_key):
+            return f"{head_dim_key}={hs}"
+        return f"{d_key}={d} / {heads_key}={H}"
+
+    USES = {  # the special ids each kind of model puts in a run (an id outside the vocabulary would fail there)
+        "encoder": ("pad_token_id",),  # the padding of a batch (and RoBERTa's position offset)
+        "decoder": ("pad_token_id", "bos_token_id", "eos_token_id"),  # padding, an empty prompt, the end
+        "encoder-decoder": ("pad_token_id", "eos_token_id", "decoder_start_token_id"),
+    }
+
+    def token_ids(self, vocab: int, kind: str) -> dict:
+        """pad, bos, eos (a list of ids or one) and decoder_start. An id this kind of model uses
+        (USES) must be a token of the vocabulary, else a WeightsError before anything is built; an
+        id it does not use that lies outside (a config.json left with another vocabulary's ids) is
+        dropped with a warning."""
+        uses = self.USES[kind]
+
         def valid(key, value):
             if value is None:
                 return None
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < vocab:
+                if key in uses:
+                    what = "outside the vocabulary" if isinstance(value, numbers.Integral) and \
+                        not isinstance(value, bool) else "not a token id"
+                    raise WeightsError(f"{self.source}: {key} is {value!r}, {what} (vocab_size={vocab}); "
+                                       f"it should be a token id from 0 to {vocab - 1}")
                 warnings.warn(f"{self.source}: {key} {value!r} is not a token of the {vocab}-token "
                               f"vocabulary; ignored", stacklevel=4)
                 return None
@@ -297,16 +331,21 @@ def _llama_like(c: Config, model_type: str, *, qkv_bias: bool | None = None, qk_
     _check_rotary(c, hs, dims)
     c.refuse("pretraining_tp", 1, "tensor-parallel slicing")
     bias = c.bool("attention_bias", False)
+    ff = c.int("intermediate_size", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 2048)
+    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
+                  kv=("num_key_value_heads", KV), ff=("intermediate_size", ff),
+                  positions=("max_position_embeddings", P))
+    said += (("head_dim", c.head_dim_said(hs, d, "hidden_size", H, "num_attention_heads", "head_dim")),)
     return Family(
         model_type=model_type, kind="decoder", vocab_size=V, d_model=d, n_layers=L, n_heads=H,
-        n_kv_heads=KV, d_head=hs, d_ff=c.int("intermediate_size", 1, MAX_FF),
-        max_len=c.int("max_position_embeddings", 1, MAX_POSITIONS, 2048),
+        n_kv_heads=KV, d_head=hs, d_ff=ff, max_len=P, said=said,
         norm="rms", norm_eps=c.float("rms_norm_eps", 1e-6), placement="pre",
         act=c.act("hidden_act", "silu"), gated=True, positions="rotary", rope=_rope_of(c), rope_dims=dims,
         qkv_bias=bias if qkv_bias is None else qkv_bias, out_bias=bias if qkv_bias is None else False,
         mlp_bias=c.bool("mlp_bias", False), qk_norm=qk_norm, window=window,
         window_layers=_layer_windows(c, L, window, window_rule),
-        tie_word_embeddings=c.bool("tie_word_embeddings", True), **c.token_ids(V))
+        tie_word_embeddings=c.bool("tie_word_embeddings", True), **c.token_ids(V, "decoder"))
 
 
 def llama(c: Config) -> Family:
@@ -352,10 +391,15 @@ def gemma3_text(c: Config) -> Family:
     if not isinstance(c.raw.get("rope_parameters"), dict):  # transformers 4: rope_scaling is the global one's
         local = Rope(base=local_base)
     bias = c.bool("attention_bias", False)
+    ff = c.int("intermediate_size", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 131072)
+    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
+                  kv=("num_key_value_heads", KV), ff=("intermediate_size", ff),
+                  positions=("max_position_embeddings", P))
+    said += (("head_dim", c.head_dim_said(hs, d, "hidden_size", H, "num_attention_heads", "head_dim")),)
     return Family(
         model_type="gemma3_text", kind="decoder", vocab_size=V, d_model=d, n_layers=L, n_heads=H,
-        n_kv_heads=KV, d_head=hs, d_ff=c.int("intermediate_size", 1, MAX_FF),
-        max_len=c.int("max_position_embeddings", 1, MAX_POSITIONS, 131072),
+        n_kv_heads=KV, d_head=hs, d_ff=ff, max_len=P, said=said,
         norm="rms1p", norm_eps=c.float("rms_norm_eps", 1e-6), placement="sandwich",
         act=c.act("hidden_activation", "gelu_pytorch_tanh"), gated=True, positions="rotary",
         rope=rope, rope_local=local, qkv_bias=bias, out_bias=bias, qk_norm=True,
@@ -364,7 +408,7 @@ def gemma3_text(c: Config) -> Family:
         # attn_logit_softcapping is read but not applied: Gemma 3 replaced Gemma 2's score capping
         # with QK-norm, and transformers' Gemma 3 attention never passes it on (checked on 5.23)
         final_softcap=c.float("final_logit_softcapping", 0.0, positive=False),
-        embed_scale=math.sqrt(d), tie_word_embeddings=c.bool("tie_word_embeddings", True), **c.token_ids(V))
+        embed_scale=math.sqrt(d), tie_word_embeddings=c.bool("tie_word_embeddings", True), **c.token_ids(V, "decoder"))
 
 
 def gpt2(c: Config) -> Family:
@@ -375,15 +419,19 @@ def gpt2(c: Config) -> Family:
     c.refuse("add_cross_attention", False, "cross-attention in a GPT-2")
     c.refuse("reorder_and_upcast_attn", False, "a different attention order")
     scaled = c.bool("scale_attn_weights", True)
+    ff = c.int("n_inner", 1, MAX_FF, 4 * d)
+    P = c.int("n_positions", 1, MAX_POSITIONS, 1024)
+    said = c.said(vocab=("vocab_size", V), d=("n_embd", d), heads=("n_head", H), kv=("n_head", H),
+                  ff=("n_inner", ff), positions=("n_positions", P))
+    said += (("head_dim", f"n_embd={d} / n_head={H}"),)
     return Family(
         model_type="gpt2", kind="decoder", vocab_size=V, d_model=d, n_layers=c.int("n_layer", 1, MAX_LAYERS),
-        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=c.int("n_inner", 1, MAX_FF, 4 * d),
-        max_len=c.int("n_positions", 1, MAX_POSITIONS, 1024), norm="layer",
+        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=ff, max_len=P, said=said, norm="layer",
         norm_eps=c.float("layer_norm_epsilon", 1e-5), placement="pre",
         act=c.act("activation_function", "gelu_new"), positions="learned",
         qkv_bias=True, out_bias=True, mlp_bias=True, attn_scale=0.0 if scaled else 1.0,
         scale_by_layer=c.bool("scale_attn_by_inverse_layer_idx", False),
-        tie_word_embeddings=c.bool("tie_word_embeddings", True), conv1d=True, **c.token_ids(V))
+        tie_word_embeddings=c.bool("tie_word_embeddings", True), conv1d=True, **c.token_ids(V, "decoder"))
 
 
 def _bert_like(c: Config, model_type: str, offset: bool) -> Family:
@@ -394,16 +442,22 @@ def _bert_like(c: Config, model_type: str, offset: bool) -> Family:
     c.refuse("position_embedding_type", "absolute", "relative position embeddings")
     c.refuse("is_decoder", False, "a BERT used as a decoder")
     act = c.act("hidden_act", "gelu")
-    ids = c.token_ids(V)
+    ids = c.token_ids(V, "encoder")
     pad = ids["pad_id"] if ids["pad_id"] is not None else 0
+    ff = c.int("intermediate_size", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 512)
+    types = c.int("type_vocab_size", 0, 1024, 2)
+    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
+                  kv=("num_attention_heads", H), ff=("intermediate_size", ff), positions=("max_position_embeddings", P),
+                  types=("type_vocab_size", types))
+    said += (("head_dim", f"hidden_size={d} / num_attention_heads={H}"),)
     return Family(
         model_type=model_type, kind="encoder", vocab_size=V, d_model=d,
         n_layers=c.int("num_hidden_layers", 1, MAX_LAYERS), n_heads=H, n_kv_heads=H, d_head=d // H,
-        d_ff=c.int("intermediate_size", 1, MAX_FF),
-        max_len=c.int("max_position_embeddings", 1, MAX_POSITIONS, 512) - (pad + 1 if offset else 0),
+        d_ff=ff, max_len=P - (pad + 1 if offset else 0), said=said,
         norm="layer", norm_eps=c.float("layer_norm_eps", 1e-12, hi=1.0), placement="post",
         embed_norm=True, final_norm=False, act=act, positions="learned",
-        pos_offset=pad + 1 if offset else 0, type_vocab_size=c.int("type_vocab_size", 0, 1024, 2),
+        pos_offset=pad + 1 if offset else 0, type_vocab_size=types,
         qkv_bias=True, out_bias=True, mlp_bias=True, head="mlm",
         head_act="gelu" if offset else act, output_bias=True, **{**ids, "pad_id": pad})
 
@@ -426,11 +480,16 @@ def distilbert(c: Config) -> Family:
     H = c.int("n_heads", 1, MAX_HEADS)
     need_divides(c.source, "n_heads", H, "dim", d)
     act = c.act("activation", "gelu")
-    ids = c.token_ids(V)
+    ids = c.token_ids(V, "encoder")
+    ff = c.int("hidden_dim", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 512)
+    said = c.said(vocab=("vocab_size", V), d=("dim", d), heads=("n_heads", H), kv=("n_heads", H),
+                  ff=("hidden_dim", ff), positions=("max_position_embeddings", P))
+    said += (("head_dim", f"dim={d} / n_heads={H}"),)
     return Family(
         model_type="distilbert", kind="encoder", vocab_size=V, d_model=d, n_layers=c.int("n_layers", 1, MAX_LAYERS),
-        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=c.int("hidden_dim", 1, MAX_FF),
-        max_len=c.int("max_position_embeddings", 1, MAX_POSITIONS, 512), norm="layer", norm_eps=1e-12,
+        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=ff, said=said,
+        max_len=P, norm="layer", norm_eps=1e-12,
         placement="post", embed_norm=True, final_norm=False, act=act,
         positions="sinusoidal" if c.bool("sinusoidal_pos_embds", False) else "learned",
         qkv_bias=True, out_bias=True, mlp_bias=True, head="mlm", head_act=act, output_bias=True,
@@ -449,14 +508,23 @@ def marian(c: Config) -> Family:
             c.raw.get("decoder_vocab_size") not in (None, V):
         raise WeightsError(f"{c.source}: separate source and target vocabularies are not supported")
     c.refuse("normalize_before", False, "pre-norm Marian")
-    ids = c.token_ids(V)
+    ids = c.token_ids(V, "encoder-decoder")
     if ids["decoder_start_id"] is None:
         ids["decoder_start_id"] = ids["pad_id"]
+    if ids["decoder_start_id"] is None:
+        raise WeightsError(f"{c.source}: neither decoder_start_token_id nor pad_token_id is set; the "
+                           f"decoder needs its first token")
+    ff = c.int("encoder_ffn_dim", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 1024)
+    said = c.said(vocab=("vocab_size", V), d=("d_model", d), heads=("encoder_attention_heads", H),
+                  kv=("encoder_attention_heads", H), ff=("encoder_ffn_dim", ff),
+                  positions=("max_position_embeddings", P))
+    said += (("head_dim", f"d_model={d} / encoder_attention_heads={H}"),)
     return Family(
         model_type="marian", kind="encoder-decoder", vocab_size=V, d_model=d,
         n_layers=c.int("encoder_layers", 1, MAX_LAYERS), n_decoder_layers=c.int("decoder_layers", 1, MAX_LAYERS),
-        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=c.int("encoder_ffn_dim", 1, MAX_FF),
-        max_len=c.int("max_position_embeddings", 1, MAX_POSITIONS, 1024), norm="layer", norm_eps=1e-5,
+        n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=ff, said=said,
+        max_len=P, norm="layer", norm_eps=1e-5,
         placement="post", final_norm=False, act=c.act("activation_function", "gelu"),
         positions="sinusoidal", sinusoidal_split=True, qkv_bias=True, out_bias=True, mlp_bias=True,
         embed_scale=math.sqrt(d) if c.bool("scale_embedding", False) else 1.0, output_bias=True,
@@ -473,19 +541,25 @@ def t5(c: Config) -> Family:
     if gated not in ("", "gated") or act not in ACTIVATIONS:
         raise WeightsError(f"{c.source}: feed_forward_proj {proj!r} is not supported (e.g. relu, gated-gelu)")
     L = c.int("num_layers", 1, MAX_LAYERS)
-    ids = c.token_ids(V)
+    ids = c.token_ids(V, "encoder-decoder")
     if ids["decoder_start_id"] is None:
         ids["decoder_start_id"] = ids["pad_id"] if ids["pad_id"] is not None else 0
     # the original T5 scales its output by d_model^-½, v1.1 does not: transformers 5 writes which as
     # scale_decoder_outputs; earlier configs said it with tie_word_embeddings (false for v1.1)
     scaled = c.bool("scale_decoder_outputs", c.raw.get("tie_word_embeddings") is not False)
+    ff = c.int("d_ff", 1, MAX_FF)
+    P = c.int("n_positions", 1, MAX_POSITIONS, 512)
+    buckets = c.int("relative_attention_num_buckets", 2, 4096, 32)
+    said = c.said(vocab=("vocab_size", V), d=("d_model", d), heads=("num_heads", H), kv=("num_heads", H),
+                  head_dim=("d_kv", hs), ff=("d_ff", ff), positions=("n_positions", P),
+                  buckets=("relative_attention_num_buckets", buckets))
     return Family(
         model_type="t5", kind="encoder-decoder", vocab_size=V, d_model=d, n_layers=L,
         n_decoder_layers=c.int("num_decoder_layers", 1, MAX_LAYERS, L), n_heads=H, n_kv_heads=H, d_head=hs,
-        d_ff=c.int("d_ff", 1, MAX_FF), max_len=c.int("n_positions", 1, MAX_POSITIONS, 512),
+        d_ff=ff, max_len=P, said=said,
         norm="rms", norm_eps=c.float("layer_norm_epsilon", 1e-6), placement="pre",
         act="gelu_tanh" if proj == "gated-gelu" else ACTIVATIONS[act], gated=bool(gated),
-        positions="relative", relative_buckets=c.int("relative_attention_num_buckets", 2, 4096, 32),
+        positions="relative", relative_buckets=buckets,
         relative_max_distance=c.int("relative_attention_max_distance", 2, MAX_POSITIONS, 128),
         attn_scale=1.0, logit_scale=d ** -0.5 if scaled else 1.0, tie_word_embeddings=True, **ids)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import warnings
 from pathlib import Path
 
@@ -41,11 +42,12 @@ import numpy as np
 import torch
 
 from . import float_cache, memory
-from .checks import MAX_VOCAB, check_layers, check_shapes
+from .checks import MAX_VOCAB, check_layers
 from .errors import WeightsError
 from .family import family_of
 from .float_cache import check_stop, converted_path
 from .generic import Transformer
+from .hf import check_tensor_shapes
 from .tokenizer import TextTokenizer
 
 CONVERTED_FORMAT = "attention-explorer-gguf-family"
@@ -75,6 +77,33 @@ def rename(name: str) -> str | None:
     if blk == "blk" and i.isdigit() and rest in LAYER:
         return f"decoder.blocks.{int(i)}.{LAYER[rest]}.{param}"
     return None
+
+
+def gguf_name(mine: str) -> str:
+    """Our tensor name -> the GGUF file's (``rename`` backwards), for messages."""
+    module, _, param = mine.rpartition(".")
+    for theirs, ours in TOP.items():
+        if module == ours:
+            return f"{theirs}.{param}"
+    m = re.fullmatch(r"decoder\.blocks\.(\d+)\.(.+)", module)
+    back = {ours: theirs for theirs, ours in LAYER.items()}
+    return f"blk.{m.group(1)}.{back[m.group(2)]}.{param}" if m and m.group(2) in back else mine
+
+
+# config_of's config.json keys -> the GGUF metadata keys they come from ("{arch}." before the relative ones)
+GGUF_KEYS = {"vocab_size": "len(tokenizer.ggml.tokens)", "hidden_size": "embedding_length",
+             "num_attention_heads": "attention.head_count", "num_key_value_heads": "attention.head_count_kv",
+             "head_dim": "attention.key_length", "intermediate_size": "feed_forward_length",
+             "max_position_embeddings": "context_length"}
+
+
+def gguf_said(f, arch: str):
+    """The family with what its sizes say in GGUF metadata keys ("gemma3.embedding_length=640")."""
+    def key(m: re.Match) -> str:
+        k = GGUF_KEYS.get(m.group(1))
+        return m.group(0) if k is None else f"{k if '(' in k else f'{arch}.{k}'}="
+
+    return dataclasses.replace(f, said=tuple((sym, re.sub(r"\b(\w+)=", key, text)) for sym, text in f.said))
 
 
 def architecture(path: Path) -> tuple[str | None, str | None]:
@@ -193,8 +222,10 @@ def _assemble(f, tt: TextTokenizer, spm: bool, shapes: dict, source: str, arch: 
     expected = {k: tuple(v.shape) for k, v in m.state_dict().items() if not (tied and k == "unembed.weight")}
     extra = set(shapes) - set(expected)
     if extra:
-        raise WeightsError(f"{source}: the file holds {sorted(extra)[:3]}, which its metadata does not describe")
-    check_shapes(source, shapes, {k: (v, f"{arch} metadata") for k, v in expected.items()})
+        raise WeightsError(f"{source}: the file holds {sorted(gguf_name(x) for x in extra)[:3]}, which its "
+                           f"metadata does not describe")
+    check_tensor_shapes(source, gguf_said(f, arch), expected, shapes, {k: gguf_name(k) for k in expected}, {},
+                        where=f"the {arch} metadata")
     return m
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from . import memory
-from .checks import check_layers, check_shapes
+from .checks import check_layers
 from .errors import WeightsError
 from .family import Family, family_of, supported
 from .generic import Transformer
@@ -226,7 +226,7 @@ def read_tokenizer(folder: Path, f: Family) -> tuple[TextTokenizer, str]:
     tok.no_truncation()
     if tok.get_vocab_size() > f.vocab_size:  # a token id past the embedding would fail mid-run
         raise WeightsError(f"{folder.name}: tokenizer.json has {tok.get_vocab_size()} tokens, but config.json's "
-                           f"vocabulary has {f.vocab_size}; it should be at least {tok.get_vocab_size()}")
+                           f"vocab_size is {f.vocab_size}; it should be at least {tok.get_vocab_size()}")
 
     def token(i):
         return None if i is None else tok.id_to_token(i)
@@ -243,6 +243,66 @@ def read_tokenizer(folder: Path, f: Family) -> tuple[TextTokenizer, str]:
 def _sizes(f: Family) -> str:
     return (f"vocab {f.vocab_size}, d_model {f.d_model}, {f.n_heads} heads ({f.n_kv_heads} K/V) of {f.d_head}, "
             f"d_ff {f.d_ff}, {f.max_len} positions")
+
+
+# The sizes each of our tensors is made of, by the end of its name: one tuple per dimension, of the
+# symbols whose product it is (Family.said: what config.json said for each).
+_D, _V, _FF, _Q, _KV = ("d",), ("vocab",), ("ff",), ("heads", "head_dim"), ("kv", "head_dim")
+SHAPE_SYMBOLS: list[tuple[re.Pattern, tuple[tuple[str, ...], ...]]] = [(re.compile(p + "$"), dims) for p, dims in [
+    (r"position_bias\.embed\.weight", (("buckets",), ("heads",))), (r"(^|\.)embed\.weight", (_V, _D)),
+    (r"type_embed\.weight", (("types",), _D)), (r"pos_embed\.weight", (("positions",), _D)),
+    (r"W_Q\.weight", (_Q, _D)), (r"W_Q\.bias", (_Q,)), (r"W_[KV]\.weight", (_KV, _D)), (r"W_[KV]\.bias", (_KV,)),
+    (r"W_O\.weight", (_D, _Q)), (r"W_O\.bias", (_D,)), (r"[qk]_norm\.(weight|bias)", (("head_dim",),)),
+    (r"ffn\.W_(in|gate)\.weight", (_FF, _D)), (r"ffn\.W_(in|gate)\.bias", (_FF,)),
+    (r"ffn\.W_out\.weight", (_D, _FF)), (r"ffn\.W_out\.bias", (_D,)),
+    (r"head_dense\.weight", (_D, _D)), (r"unembed\.weight", (_V, _D)), (r"unembed\.bias", (_V,)),
+    (r"(ln\w*|head_norm|head_dense)\.(weight|bias)", (_D,)),
+]]
+
+
+def shape_reasons(f: Family, mine: str) -> list[str] | None:
+    """Per dimension of our tensor ``mine``, the config.json values that give it ("num_key_value_heads=2
+    × head_dim=4"); None when the family did not record them."""
+    for pattern, dims in SHAPE_SYMBOLS:
+        if pattern.search(mine):
+            said = [[f.says(s) for s in dim] for dim in dims]
+            if any(x is None for dim in said for x in dim):
+                return None
+            return [" × ".join(dim) for dim in said]
+    return None
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def check_tensor_shapes(source: str, f: Family, expected: dict[str, tuple[int, ...]],
+                        got: dict[str, tuple[int, ...]], names: dict[str, str],
+                        stored: dict[str, tuple[int, ...]], where: str = "config.json") -> None:
+    """Every tensor the configuration gives, present and of its shape. ``got``: ours -> the shape as our
+    part holds it; ``names``: ours -> the file's own name; ``stored``: the file's name -> its shape there.
+    A disagreement names the file's tensor, its shape, and the ``where`` keys and values that give the
+    expected one (those of the dimensions that differ first)."""
+    for mine, shape in expected.items():
+        reasons = shape_reasons(f, mine)
+        because = ", ".join(_unique(reasons)) if reasons else _sizes(f)
+        if mine not in got:
+            raise WeightsError(f"{source}: the tensor for our {mine} is missing from the file; it should have "
+                               f"shape {tuple(shape)} (the configuration in {where}: {because})")
+        have = tuple(got[mine])
+        if have == tuple(shape):
+            continue
+        theirs = names.get(mine, mine)
+        raw = stored.get(theirs, have)
+        held = f"has shape {tuple(raw)}" + (f" (laid out as our {mine}: {have})" if tuple(raw) != have else "")
+        if reasons and len(have) == len(shape):
+            differ = [i for i in range(len(shape)) if have[i] != shape[i]]
+            because = ", ".join(_unique([reasons[i] for i in differ] + reasons))
+            which = "; ".join(f"{reasons[i]} gives {shape[i]} where the file has {have[i]}" for i in differ)
+            raise WeightsError(f"{source}: the tensor {theirs} {held}, but the configuration in {where} "
+                               f"({because}) says it should be {tuple(shape)}: {which}")
+        raise WeightsError(f"{source}: the tensor {theirs} {held}, but the configuration in {where} "
+                           f"({because}) says it should be {tuple(shape)}")
 
 
 def _prepare(f: Family, theirs: dict[str, tuple[int, ...]], source: str) -> tuple[Family, dict[str, list[str]], bool]:
@@ -313,9 +373,9 @@ def load_folder(folder: str | Path, name: str | None = None, description: str = 
            for mine, names in ours.items()}  # the layout of their data, on shapes alone
     unused = set(got) - set(expected) - {"unembed.bias", "unembed.weight"}
     if unused:
-        raise WeightsError(f"{source}: the file holds {sorted(unused)[:3]}, which this configuration does "
-                           f"not use (check config.json)")
-    check_shapes(source, got, {k: (v, _sizes(f)) for k, v in expected.items()})
+        raise WeightsError(f"{source}: the file holds {sorted(ours[u][0] for u in unused)[:3]}, which this "
+                           f"configuration does not use (check config.json)")
+    check_tensor_shapes(source, f, expected, got, {mine: names[0] for mine, names in ours.items()}, theirs)
     need = sum(4 * _numel(theirs[ns[0]]) for ns in ours.values())
     room = memory.available()
     if room is not None and need > room:

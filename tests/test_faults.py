@@ -181,7 +181,8 @@ HOSTILE_BERT = {
     "heads=0": ({"num_attention_heads": 0}, "num_attention_heads is 0"),
     "heads=3": ({"num_attention_heads": 3}, r"num_attention_heads \(3\) must divide hidden_size \(16\)"),
     "heads=-4": ({"num_attention_heads": -4}, "num_attention_heads is -4"),
-    "hidden=32": ({"hidden_size": 32}, r"word_embed.weight has shape \(24, 16\).*hidden_size=32"),
+    # the file's own tensor name, its shape, and the config.json key behind the shape expected
+    "hidden=32": ({"hidden_size": 32}, r"embeddings\.word_embeddings\.weight has shape \(24, 16\).*hidden_size=32"),
     "vocab=25": ({"vocab_size": 25}, "vocab_size=25"),
     "vocab=10^9": ({"vocab_size": 10 ** 9}, "vocab_size is 1000000000"),
     "positions=10^6": ({"max_position_embeddings": 10 ** 6}, "max_position_embeddings=1000000"),

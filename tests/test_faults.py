@@ -502,7 +502,10 @@ def test_a_signal_during_the_cache_write_exits_cleanly(reference, mode, sig):
     t0 = time.perf_counter()
     p.send_signal(sig)
     out, err = p.communicate(timeout=60)
-    assert time.perf_counter() - t0 < 5
+    # it exits without finishing the write ("loaded" never printed, no temporary file left: below); the
+    # time only guards against a hang. 5 s failed once in the full suite, when the other worker was
+    # converting Gemma 3 (6.0 s: the interpreter's exit with torch loaded, under memory pressure)
+    assert time.perf_counter() - t0 < 30
     assert "FATAL" not in err and p.returncode in (0, -signal.SIGINT), (p.returncode, err[-2000:])
     assert "loaded" not in out
     assert float_cache.temporaries(conv) == []  # the process removed its temporary file

@@ -254,6 +254,9 @@ WORDS: dict[str, dict[str, str]] = {
     "models.smollm2": {
         "en": "SmolLM2 (Llama decoder)",
         "ko": "SmolLM2 (Llama 디코더)"},
+    "models.gemma3": {
+        "en": "Gemma 3 270M (reads Korean; sliding window, QK-norm)",
+        "ko": "Gemma 3 270M (한국어를 읽음; 슬라이딩 윈도, QK 정규화)"},
     "no_weights_here": {
         "en": "The projection weights are not available for this run.",
         "ko": "이 실행에는 투영 가중치가 없습니다."},
@@ -1114,8 +1117,8 @@ WORDS: dict[str, dict[str, str]] = {
               "다음 입력이 모델이 방금 고른 토큰인데, 그 토큰은 앞 단계가 끝나야 생기므로 한 단계씩 갈 수밖에 "
               "없습니다."},
     "decoding.needs_decoder": {
-        "en": "a decoder that writes text (seed, seed-sort, smollm2)",
-        "ko": "글을 쓰는 디코더가 있는 (seed, seed-sort, smollm2)"},
+        "en": "a decoder that writes text (seed, seed-sort, smollm2, gemma3)",
+        "ko": "글을 쓰는 디코더가 있는 (seed, seed-sort, smollm2, gemma3)"},
     "decoding.no_trace": {
         "en": "No decoding trace for this sentence. The Decoding view makes one; in Python: "
               "run.with_trace(trace_data(m, run.texts[i])); on the command line: "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
-MODELS = ("seed", "seed-sort", "minilm", "smollm2")  # built in; model_names() adds the configured ones
+MODELS = ("seed", "seed-sort", "minilm", "smollm2", "gemma3")  # built in; model_names() adds the configured ones
 VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "beyond",
          "decoding", "whatif", "compare")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")

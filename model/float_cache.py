@@ -143,6 +143,25 @@ def conversion_lock(source: Path) -> Iterator[bool]:
         os.close(fd)  # releases the lock
 
 
+def load_or_convert(source: Path, conv: Path, load, convert):
+    """The model from ``conv``, the float cache of ``source`` (``load()``: the model, or None when the
+    cache is missing or does not match), else from ``convert()``, run once across processes: whoever
+    waited on the lock while another converted reads what it wrote (model/llama.py, model/gguf_family.py)."""
+    seen = identity(conv)
+    m = load()
+    if m is not None:
+        tidy(conv, source)
+        return m
+    with conversion_lock(source) as locked:
+        if locked and identity(conv) not in (None, seen):  # written while we waited
+            m = load()
+            if m is not None:
+                return m
+        if locked:
+            remove_stale_temporaries(conv)
+        return convert()
+
+
 # --- stopping cleanly at exit --------------------------------------------------------------------
 _state = threading.Condition()
 _active = [0]  # conversions in progress in this process

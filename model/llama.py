@@ -497,16 +497,5 @@ def load_gguf(path: str | Path, name: str | None = None, description: str = "") 
     _check_magic(path)
     name, description = name or path.stem, description or f"Llama GGUF {path.name}"
     conv = converted_path(path)
-    seen = float_cache.identity(conv)
-    m = _from_cache(conv, path, name, description)
-    if m is not None:
-        float_cache.tidy(conv, path)
-        return m
-    with float_cache.conversion_lock(path) as locked:
-        if locked and float_cache.identity(conv) not in (None, seen):  # written while we waited
-            m = _from_cache(conv, path, name, description)
-            if m is not None:
-                return m
-        if locked:
-            float_cache.remove_stale_temporaries(conv)
-        return _convert(path, conv, name, description)
+    return float_cache.load_or_convert(path, conv, lambda: _from_cache(conv, path, name, description),
+                                       lambda: _convert(path, conv, name, description))

@@ -41,7 +41,7 @@ import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -529,12 +529,13 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
     return fns
 
 
-def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
-    """no_position on a model built from a family (model/parts.py): undo the rotation of each
-    layer with that layer's own rotary (Gemma's local base on its sliding-window layers, the
-    rope's scaling, partial rotary: only the rotated dimensions, half-split or interleaved)."""
+def _unrotate_hooks(names: list[str], rotate_back: Callable[[torch.Tensor, str, int], torch.Tensor]
+                    ) -> dict[str, HookFn]:
+    """Undo the rotary rotation of every self-attention's q and k (``rotate_back(x, hook name, T)``
+    rotates back by each position's angle): the dot product then sees no position at all. Assumes q
+    and k of positions 0..T-1 (the whole sequence at once, as every forward pass here computes it),
+    and checks it."""
     seen_q: dict[str, int] = {}
-    dims = family.rope_dims or family.d_head
 
     def unrotate(x: torch.Tensor, name: str) -> torch.Tensor:
         attn, t = name.rsplit(".", 1)[0], x.shape[-2]
@@ -543,29 +544,32 @@ def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
         elif seen_q.get(attn) != t:
             raise EditError(f"no_position on a rotary model needs queries and keys of the same "
                             f"positions (got {seen_q.get(attn)} queries and {t} keys at {attn})")
+        return rotate_back(x, name, t)
+
+    return {n: unrotate for n in names if n.endswith((".self_attn.hook_q", ".self_attn.hook_k"))}
+
+
+def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
+    """no_position on a model built from a family (model/parts.py): each layer with that layer's own
+    rotary (Gemma's local base on its sliding-window layers, the rope's scaling, partial rotary: only
+    the rotated dimensions, half-split or interleaved)."""
+    dims = family.rope_dims or family.d_head
+
+    def rotate_back(x: torch.Tensor, name: str, t: int) -> torch.Tensor:
         local = family.rope_local is not None and family.windowed(_layer_of(name))
         rot = Rotary(torch.arange(t, device=x.device), family.rope_local if local else family.rope, dims,
                      family.rope_interleaved)
         rot.sin = -rot.sin  # the inverse rotation (made for this call only)
         return rot.apply(x)
 
-    return {n: unrotate for n in names if n.endswith((".self_attn.hook_q", ".self_attn.hook_k"))}
+    return _unrotate_hooks(names, rotate_back)
 
 
 def _unrotate_fns(names: list[str], d_head: int, base: float) -> dict[str, HookFn]:
-    """Undo the rotary rotation of q and k (rotate back by the position's angle): the dot
-    product then sees no position at all. Assumes q and k of positions 0..T-1 (the whole
-    sequence at once, as every forward pass here computes it)."""
-    seen_q: dict[str, int] = {}
+    """no_position on the Llama class (model/llama.py): one base, every dimension rotated."""
 
-    def unrotate(x: torch.Tensor, name: str) -> torch.Tensor:
-        attn, t = name.rsplit(".", 1)[0], x.shape[-2]
-        if name.endswith(".hook_q"):
-            seen_q[attn] = t
-        elif seen_q.get(attn) != t:
-            raise EditError(f"no_position on a rotary model needs queries and keys of the same "
-                            f"positions (got {seen_q.get(attn)} queries and {t} keys at {attn})")
+    def rotate_back(x: torch.Tensor, name: str, t: int) -> torch.Tensor:
         cos, sin = rotary_tables(torch.arange(t, device=x.device), d_head, base)  # 2 × (T, hs)
         return apply_rotary(x, cos, -sin)  # the inverse rotation
 
-    return {n: unrotate for n in names if n.endswith((".self_attn.hook_q", ".self_attn.hook_k"))}
+    return _unrotate_hooks(names, rotate_back)

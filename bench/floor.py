@@ -337,11 +337,15 @@ def code_state() -> dict:
     (others may be editing while the bench runs)."""
     def git(*args):
         r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
-        return r.stdout.strip() if r.returncode == 0 else None
+        return r.stdout if r.returncode == 0 else None
+
 
     changed = git("status", "--porcelain", "--", "explorer", "model", "assets", ".streamlit")
-    return {"head": git("rev-parse", "--short", "HEAD"),
-            "changed": [line[3:] for line in changed.splitlines()] if changed else []}
+    head = git("rev-parse", "--short", "HEAD")
+    # porcelain lines are "XY path": the status's two columns, a space, the path (no strip: a
+    # leading space is the X column of a file changed but not staged)
+    return {"head": head.strip() if head else None,
+            "changed": [line[3:] for line in changed.splitlines() if line.strip()] if changed else []}
 
 
 def run(rounds: int = 5, changes: int = 15, warmup: bool = True, hosted: bool = True,

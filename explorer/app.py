@@ -6,7 +6,9 @@ is the start: when the server starts, before anyone has opened the page, a backg
 imports torch and the views, loads the default model, runs the default sentences and draws the
 default figure (``explorer/warm.py``). A class's first page then finds everything in the caches;
 without it the first visitor waited for all of that (issue 23: the first figure 3–5× a bare
-Streamlit app's, `python -m bench --only floor`).
+Streamlit app's, `python -m bench --only floor`). And the page it serves asks for the chart
+library (Streamlit's plotly chunk) as soon as it starts, while that first run is still under way
+(explorer/preload.py): it was the last thing on the first figure's path.
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # uvicorn imports this file with explorer/ (not the root) on sys.path
     sys.path.insert(0, str(ROOT))
 
-from explorer import warm  # noqa: E402  (light: no torch, no views until the thread runs)
+from starlette.middleware import Middleware  # noqa: E402  (Streamlit's own server)
+
+from explorer import preload, warm  # noqa: E402  (light: no torch, no views until the thread runs)
 
 PAGE = Path(__file__).resolve().parent / "main.py"
 
@@ -31,4 +35,4 @@ async def lifespan(_app):
     yield
 
 
-app = st.App(str(PAGE), lifespan=lifespan)
+app = st.App(str(PAGE), lifespan=lifespan, middleware=[Middleware(preload.PreloadCharts)])

@@ -206,3 +206,35 @@ def test_every_stage_is_reachable_by_click_and_by_link(server, browser):
         wait_for_plots(page, 1)
         no_exception(page)
     page.close()
+
+
+def test_the_page_starts_the_chart_library_at_once_and_it_is_fetched_once(server, browser):
+    """explorer/preload.py: the HTML page imports Streamlit's plotly chunk as soon as it runs; the
+    frontend's own lazy import of it then finds that module, so the chunk is fetched exactly once (a
+    second fetch would mean the page imported another URL, i.e. the preload does nothing), and it is
+    asked for before the first run's chart has arrived."""
+    from urllib.request import urlopen
+
+    from explorer import preload
+
+    names = preload.chunk_names()
+    assert names, "no PlotlyChart chunk in the installed Streamlit"
+    with urlopen(server, timeout=30) as r:
+        html = r.read().decode()
+    assert f'import("./static/js/{names[0]}")' in html
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        fetched, frames = [], []
+        page.on("request", lambda req: fetched.append(time.time()) if names[0] in req.url else None)
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda f: frames.append((time.time(), len(f)))))
+        page.goto(server, wait_until="commit")
+        wait_for_plots(page, 1)
+        settle(page)
+        no_exception(page)
+        assert len(fetched) == 1, f"the chart chunk was fetched {len(fetched)} times"
+        # the first run's messages (the chart among them) come after the chunk was asked for
+        big = [t for t, n in frames if n > 2000]
+        assert big and fetched[0] < big[0], "the chunk was asked for only after the page's data arrived"
+    finally:
+        ctx.close()

@@ -394,6 +394,57 @@ def test_the_cache_is_a_safetensors_file_with_its_checksum(reference):
     assert hashlib.sha256(conv.read_bytes()[data_start(conv):]).hexdigest() == meta["sha256"]
 
 
+def test_the_cache_is_read_into_memory_the_process_owns(reference):
+    """float_cache.read reads the tensors into numpy arrays (huge pages where the kernel gives them),
+    equal to what the safetensors library reads; the file is not left mapped in the process."""
+    from safetensors import safe_open
+
+    path, _ = reference
+    model.load(path)
+    conv = llama.converted_path(path)
+    meta, state = float_cache.read(conv, {})
+    with safe_open(str(conv), framework="pt") as f:
+        assert sorted(state) == sorted(f.keys())
+        for k in state:
+            assert state[k].dtype == torch.float32 and torch.equal(state[k], f.get_tensor(k))
+    maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").exists() else ""
+    assert str(conv) not in maps  # read, not memory-mapped
+
+
+@pytest.mark.parametrize("lie", ["offsets-past-the-end", "shape-larger-than-its-bytes", "header-length", "dtype"])
+def test_a_cache_header_that_lies_is_refused_before_allocating(reference, lie, monkeypatch):
+    """Sizes read from the file are checked against the file before any tensor is allocated: a header
+    claiming more than the file holds is "unreadable" (converted again), never a huge allocation."""
+    path, ref = reference
+    model.load(path)
+    conv = llama.converted_path(path)
+    raw = conv.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8: 8 + n])
+    name = sorted(k for k in header if k != "__metadata__")[0]
+    if lie == "offsets-past-the-end":
+        header[name]["data_offsets"][1] = len(raw) * 1000
+    elif lie == "shape-larger-than-its-bytes":
+        header[name]["shape"] = [1 << 40]
+    elif lie == "dtype":
+        header[name]["dtype"] = "F64"
+    text = json.dumps(header).encode()
+    text += b" " * (n - len(text)) if len(text) <= n else b""
+    size = (1 << 62) if lie == "header-length" else len(text)
+    conv.write_bytes(size.to_bytes(8, "little") + text + raw[8 + n:])
+    allocated = []
+    real_empty = np.empty
+    monkeypatch.setattr(float_cache.np, "empty", lambda k, *a, **kw: allocated.append(k) or real_empty(k, *a, **kw))
+    with pytest.warns(UserWarning, match="unreadable float cache"):
+        got = float_cache.read(conv, {})
+    assert got is None, "read a lying header"
+    assert all(k < 1 << 30 for k in allocated)
+    monkeypatch.setattr(float_cache.np, "empty", real_empty)
+    with pytest.warns(UserWarning, match="unreadable float cache"):
+        m = model.load(path)  # converted again from the GGUF
+    assert torch.equal(logits(m), ref)
+
+
 def test_concurrent_first_loads_in_threads_convert_once(reference, monkeypatch):
     path, ref = reference
     calls = []

@@ -236,7 +236,8 @@ def _load_state(m: Transformer, state: dict[str, torch.Tensor], source: str, arc
         m.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as e:
         raise WeightsError(f"{source} does not match the {arch} architecture: {e}") from None
-    return m.requires_grad_(False).eval()
+    del state  # lay_out_weights copies some tensors into new layouts: the old ones go with the state
+    return m.lay_out_weights().requires_grad_(False).eval()
 
 
 def _read_gguf(path: Path, name: str | None, description: str):

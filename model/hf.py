@@ -387,7 +387,8 @@ def load_folder(folder: str | Path, name: str | None = None, description: str = 
     except RuntimeError as e:
         raise WeightsError(f"{source} does not match the {f.model_type} architecture: {e}") from None
     _fill_buffers(m)
-    return m.requires_grad_(False).eval()  # for reading, not training: readout works outside inference_mode
+    del state  # the file's tensors: lay_out_weights copies some of them into new layouts
+    return m.lay_out_weights().requires_grad_(False).eval()  # for reading, not training: readout works outside inference_mode
 
 
 def _numel(shape: tuple[int, ...]) -> int:

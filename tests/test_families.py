@@ -695,3 +695,43 @@ def test_a_configuration_its_tensors_contradict_is_refused(tmp_path, name, field
     (folder / "config.json").write_text(json.dumps({**cfg, field: value}))
     with pytest.raises(WeightsError, match=r"has shape \(.*\), but the configuration"):
         model.load(folder)
+
+
+def test_weights_laid_out_for_the_products_with_the_same_numbers(family, runs):
+    """model.generic.Transformer.lay_out_weights: every self-attention's W_Q, W_K, W_V are views of
+    one fused matrix, and every projection to fewer features is stored input-major; names and
+    shapes as before. A copy of the model with plain, separately stored weights gives the same
+    patterns and logits within two float32 runs' rounding (tests/float32.py)."""
+    name, m, meta, _ = family
+    fused = [mod for mod in m.modules() if getattr(mod, "qkv_weight", None) is not None]
+    assert fused, "no self-attention was fused"
+    for attn in fused:
+        base = attn.qkv_weight.untyped_storage().data_ptr()
+        for lin in (attn.W_Q, attn.W_K, attn.W_V):
+            assert lin.weight.untyped_storage().data_ptr() == base
+        assert attn.W_Q.weight.shape == (attn.n_heads * attn.d_head, m.info.d_model)
+    in_fused = {id(lin) for attn in fused for lin in (attn.W_Q, attn.W_K, attn.W_V)}
+    narrowing = [mod for mod in m.modules() if isinstance(mod, torch.nn.Linear) and id(mod) not in in_fused
+                 and mod.in_features > mod.out_features]
+    assert narrowing and all(mod.weight.T.is_contiguous() for mod in narrowing)
+
+    plain = copy.deepcopy(m)
+    for mod in plain.modules():
+        if getattr(mod, "qkv_weight", None) is not None:
+            mod.qkv_weight = mod.qkv_bias = None
+        if isinstance(mod, torch.nn.Linear):
+            mod.weight = torch.nn.Parameter(mod.weight.detach().contiguous().clone(), requires_grad=False)
+    assert not any(getattr(mod, "qkv_weight", None) is not None for mod in plain.modules())
+    out_a, cache_a = runs[1]
+    out_b, cache_b = plain.run_with_cache(meta["sentences"])
+    for hook in [h for h in cache_a if h.endswith(("hook_pattern", "hook_q", "hook_out"))]:
+        assert two_runs_agree(cache_a[hook], cache_b[hook], m.info), hook
+    if out_a.logits is not None:
+        assert two_runs_agree(out_a.logits, out_b.logits, m.info)
+    # and a real mistake (W_Q's rows in reverse order) is far outside that rounding
+    bad = copy.deepcopy(plain)
+    attn = next(mod for mod in bad.modules() if hasattr(mod, "W_Q") and hasattr(mod, "fuse"))
+    attn.W_Q.weight = torch.nn.Parameter(attn.W_Q.weight.detach().flip(0).clone(), requires_grad=False)
+    _, cache_c = bad.run_with_cache(meta["sentences"])
+    last = [h for h in cache_a if h.endswith("hook_resid_post")][-1]
+    assert not two_runs_agree(cache_a[last], cache_c[last], m.info)

@@ -390,8 +390,9 @@ def load_folder(folder: str | Path, name: str | None = None, description: str = 
     del state
     # The weights are the file's own pages (safetensors maps them), used as they lie: a new layout
     # would be a second copy of each re-laid weight beside the mapped one (Qwen2.5-0.5B's shape:
-    # +790 MB at the peak, measured by `python -m bench peers`). GPT-2's Conv1D weights are copied
-    # on reading anyway (transposed): those are laid out for the products (lay_out_weights).
+    # +790 MB at the peak, measured by `python -m bench peers`). GPT-2's Conv1D weights lie
+    # input-major in the file and its q, k, v side by side (c_attn): lay_out_weights finds them
+    # laid out already and fuses q, k, v as the view of c_attn they are, copying nothing.
     if f.conv1d:
         m.lay_out_weights()
     return m.requires_grad_(False).eval()  # for reading, not training: readout works outside inference_mode
@@ -421,7 +422,10 @@ def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], t
     read = read_tensors(files, sorted({n for ns in ours.values() for n in ns}))
     state: dict[str, torch.Tensor] = {}
     for mine, names in ours.items():
-        state[mine] = _to_ours(f, mine, names[0], read[names[0]]).contiguous()
+        t = _to_ours(f, mine, names[0], read[names[0]])
+        # GPT-2's Conv1D weights stay the file's (in, out) pages, seen transposed: input-major, as
+        # lay_out_weights lays out a narrowing projection, and no copy of them is made
+        state[mine] = t if f.conv1d and t.dim() == 2 and ".blocks." in mine else t.contiguous()
     enc, dec = state.get("encoder.embed.weight"), state.get("decoder.embed.weight")
     if enc is not None and dec is not None and enc is not dec and torch.equal(enc, dec):
         state["decoder.embed.weight"] = enc  # one tensor for the embedding both stacks share

@@ -76,6 +76,19 @@ class FeedForward(nn.Module):
         return self.project(self.hidden(x))
 
 
+def _adjacent(parts: list[torch.Tensor]) -> torch.Tensor | None:
+    """The one tensor ``parts`` are consecutive row blocks of (same storage and strides, each
+    starting where the one before ends), as a view; None if they are not."""
+    first = parts[0]
+    at = first.storage_offset()
+    for t in parts:
+        if t.untyped_storage().data_ptr() != first.untyped_storage().data_ptr() or t.stride() != first.stride() \
+                or t.shape[1:] != first.shape[1:] or t.storage_offset() != at:
+            return None
+        at += t.shape[0] * t.stride(0)
+    return first.as_strided((sum(t.shape[0] for t in parts), *first.shape[1:]), first.stride(), first.storage_offset())
+
+
 def numpy_owned(shape: tuple[int, ...]) -> torch.Tensor:
     """An empty float32 tensor in memory numpy allocates: numpy asks the kernel for huge pages from
     4 MB on (model/float_cache.py says why that matters to a large weight)."""
@@ -210,9 +223,15 @@ class Attention(nn.Module):
         128 tokens: 216 products where transformers makes 144, 5 % more time in them, by the torch
         profiler). The seed rebuilt from the parts keeps three: its weights are the seed's."""
         linears = (self.W_Q, self.W_K, self.W_V)
-        weight = torch.cat([lin.weight.detach() for lin in linears], out=numpy_owned(  # ((nh + 2 nkv) hs, d)
-            (sum(lin.weight.shape[0] for lin in linears), self.W_Q.weight.shape[1])))
-        bias = torch.cat([lin.bias.detach() for lin in linears]) if self.W_Q.bias is not None else None
+        weight = _adjacent([lin.weight.detach() for lin in linears])  # GPT-2's c_attn: already one
+        if weight is None:
+            weight = torch.cat([lin.weight.detach() for lin in linears], out=numpy_owned(  # ((nh + 2 nkv) hs, d)
+                (sum(lin.weight.shape[0] for lin in linears), self.W_Q.weight.shape[1])))
+        bias = None
+        if self.W_Q.bias is not None:
+            bias = _adjacent([lin.bias.detach() for lin in linears])
+            if bias is None:
+                bias = torch.cat([lin.bias.detach() for lin in linears])
         at = 0
         for lin in linears:
             n = lin.weight.shape[0]

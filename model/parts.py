@@ -287,7 +287,10 @@ class Attention(nn.Module):
             scores = scores + self.hook_position_bias(bias)
         shown = mask.allowed.expand(B, 1, Tq, Tk)
         allowed = self.hook_mask(shown)  # (B, 1, Tq, Tk)
-        masked = self.hook_masked_scores(torch.where(allowed, scores, float("-inf")))
+        # + 0 where allowed, + −inf elsewhere: the mask's additive form, made once per forward pass and
+        # shared by the layers (model/attention.py Mask.bias); a where() per layer cost 2-3 % at 512 tokens
+        additive = mask.bias(scores.dtype) if allowed is shown else Mask(allowed).bias(scores.dtype)
+        masked = self.hook_masked_scores(scores + additive)
         pattern = torch.softmax(masked, dim=-1)  # (B, nh, Tq, Tk)
         empty = mask.empty if allowed is shown else Mask(allowed).empty  # a hook may change the mask
         if empty is not None:  # a query with no allowed key (a pad of a left-padded prompt): zeros, not NaN

@@ -38,6 +38,20 @@ def open_lesson(server, browser, n: int, lang: str, plots: int):  # noqa: F811
     return page
 
 
+def wait_idle(page, timeout: float = 60) -> None:
+    """Until Streamlit's running indicator has been gone for half a second (the rerun is over)."""
+    deadline, quiet_since = time.time() + timeout, None
+    while time.time() < deadline:
+        if page.locator('[data-testid="stStatusWidget"]').count() == 0:
+            quiet_since = quiet_since or time.time()
+            if time.time() - quiet_since >= 0.5:
+                return
+        else:
+            quiet_since = None
+        time.sleep(0.1)
+    raise AssertionError("the page kept running")
+
+
 def reveal(page, lang: str) -> None:
     page.get_by_role("button", name=i18n.t("lessons.reveal", lang)).click()
 
@@ -49,8 +63,13 @@ def test_a_choice_is_predicted_and_revealed(server, browser, n, lang):  # noqa: 
     drawn = sum(len(p.stages) for p in lesson.parts)
     page = open_lesson(server, browser, n, lang, drawn)
     assert "/lessons" in page.url
-    page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer).click()
-    time.sleep(0.5)
+    option = page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer)
+    option.click()
+    # the choice is taken (the radio checked) and its rerun is over before the reveal: under a full
+    # suite's load a fixed half second was sometimes not enough, and the reveal found no guess
+    page.wait_for_function("(el) => el.querySelector('input') && el.querySelector('input').checked",
+                           arg=option.element_handle(), timeout=30_000)
+    wait_idle(page)
     reveal(page, lang)
     right = i18n.t("lessons.right", lang, answer=q.answer_text())
     page.get_by_text(right, exact=True).wait_for(timeout=60_000)

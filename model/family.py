@@ -321,6 +321,19 @@ def _check_rotary(c: Config, hs: int, dims: int) -> None:
 
 
 # --- the families ---------------------------------------------------------------------------------
+def _decoder_sizes(c: Config, V: int, d: int, H: int, KV: int, hs: int, positions: int) -> tuple[bool, int, int, tuple]:
+    """What a Llama-shaped config.json gives every decoder besides its heads: attention bias, the
+    feed-forward's width, the positions (``positions`` if unsaid), and which sizes it said."""
+    bias = c.bool("attention_bias", False)
+    ff = c.int("intermediate_size", 1, MAX_FF)
+    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, positions)
+    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
+                  kv=("num_key_value_heads", KV), ff=("intermediate_size", ff),
+                  positions=("max_position_embeddings", P))
+    said += (("head_dim", c.head_dim_said(hs, d, "hidden_size", H, "num_attention_heads", "head_dim")),)
+    return bias, ff, P, said
+
+
 def _llama_like(c: Config, model_type: str, *, qkv_bias: bool | None = None, qk_norm: bool = False,
                 window: int = 0, window_rule: Callable[[int], bool] = lambda i: True) -> Family:
     V = c.int("vocab_size", 1, MAX_VOCAB)
@@ -330,13 +343,7 @@ def _llama_like(c: Config, model_type: str, *, qkv_bias: bool | None = None, qk_
     dims = _partial_rotary(c, hs)
     _check_rotary(c, hs, dims)
     c.refuse("pretraining_tp", 1, "tensor-parallel slicing")
-    bias = c.bool("attention_bias", False)
-    ff = c.int("intermediate_size", 1, MAX_FF)
-    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 2048)
-    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
-                  kv=("num_key_value_heads", KV), ff=("intermediate_size", ff),
-                  positions=("max_position_embeddings", P))
-    said += (("head_dim", c.head_dim_said(hs, d, "hidden_size", H, "num_attention_heads", "head_dim")),)
+    bias, ff, P, said = _decoder_sizes(c, V, d, H, KV, hs, positions=2048)
     return Family(
         model_type=model_type, kind="decoder", vocab_size=V, d_model=d, n_layers=L, n_heads=H,
         n_kv_heads=KV, d_head=hs, d_ff=ff, max_len=P, said=said,
@@ -390,13 +397,7 @@ def gemma3_text(c: Config) -> Family:
     local = _rope_of(c, "sliding_attention", local_base)
     if not isinstance(c.raw.get("rope_parameters"), dict):  # transformers 4: rope_scaling is the global one's
         local = Rope(base=local_base)
-    bias = c.bool("attention_bias", False)
-    ff = c.int("intermediate_size", 1, MAX_FF)
-    P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 131072)
-    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
-                  kv=("num_key_value_heads", KV), ff=("intermediate_size", ff),
-                  positions=("max_position_embeddings", P))
-    said += (("head_dim", c.head_dim_said(hs, d, "hidden_size", H, "num_attention_heads", "head_dim")),)
+    bias, ff, P, said = _decoder_sizes(c, V, d, H, KV, hs, positions=131072)
     return Family(
         model_type="gemma3_text", kind="decoder", vocab_size=V, d_model=d, n_layers=L, n_heads=H,
         n_kv_heads=KV, d_head=hs, d_ff=ff, max_len=P, said=said,

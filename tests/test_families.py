@@ -373,6 +373,52 @@ def test_truncated_weights_are_a_weights_error(tmp_path):
         model.load(folder)
 
 
+@pytest.mark.parametrize("name, dtype", [("qwen2", torch.bfloat16), ("gpt2", torch.float16),
+                                         ("marian", torch.bfloat16), ("gemma3_text", torch.float16)])
+def test_half_precision_folders_load_as_float32(tmp_path, name, dtype):
+    """A checkpoint saved in bfloat16 or float16 (as most published ones are) loads with each weight
+    exactly the file's value widened to float32, laid out as our part holds it (GPT-2's Conv1D
+    transposed and c_attn split; Marian's one embedding for both stacks), and runs."""
+    from safetensors.torch import load_file, save_file
+
+    from model.hf import _to_ours, rename
+
+    folder = copy_folder(name, tmp_path)
+    theirs = {k: v.to(dtype).clone() for k, v in load_file(str(folder / "model.safetensors")).items()}
+    save_file(theirs, str(folder / "model.safetensors"))
+    m = model.load(folder)
+    state, checked = m.state_dict(), 0
+    for their, t in theirs.items():
+        mine = rename(m.family.model_type, their)
+        if mine is None or mine == "shared.weight":
+            continue
+        for k in [mine.replace("W_QKV", f"W_{x}") for x in "QKV"] if ".W_QKV." in mine else [mine]:
+            assert state[k].dtype == torch.float32 and torch.equal(state[k], _to_ours(m.family, k, their, t.float())), k
+            checked += 1
+    assert checked >= 10
+    if name == "marian":
+        assert m.encoder.embed.weight.data_ptr() == m.decoder.embed.weight.data_ptr()  # held once
+    out, _ = m.run_with_cache(["a b c"])
+    assert out.logits is None or torch.isfinite(out.logits).all()
+
+
+def test_integer_weights_are_refused_with_a_message(tmp_path, monkeypatch):
+    """An integer tensor (a quantized checkpoint's int8 weights) would be read as its raw codes: it is
+    refused, by its dtype in the header, before any tensor is read."""
+    from safetensors.torch import load_file, save_file
+
+    import model.hf as hf
+
+    folder = copy_folder("llama", tmp_path)
+    state = load_file(str(folder / "model.safetensors"))
+    name = next(k for k in sorted(state) if k.endswith("q_proj.weight"))
+    state[name] = state[name].to(torch.int8)
+    save_file(state, str(folder / "model.safetensors"))
+    monkeypatch.setattr(hf, "read_tensors", lambda *a: pytest.fail("tensors read before the dtypes were checked"))
+    with pytest.raises(WeightsError, match=rf"{name} is I8; weights are read as floating point only"):
+        model.load(folder)
+
+
 def test_the_info_describes_each_family():
     seen = {}
     for name in FAMILY_NAMES:

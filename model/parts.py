@@ -27,7 +27,7 @@ from torch import nn
 
 from .attention import KVCache, Mask
 from .family import Family, Rope
-from .hooks import HookPoint
+from .hooks import HookPoint, active
 from .positional import sinusoidal
 
 ACT = {
@@ -191,6 +191,7 @@ class Attention(nn.Module):
         super().__init__()
         d, self.n_heads, self.n_kv_heads, self.d_head = f.d_model, f.n_heads, f.n_kv_heads, f.d_head
         self.scale, self.softcap = scale, f.attn_softcap
+        self.scale_q = scale > 0 and math.frexp(scale)[0] == 0.5  # a power of two: see forward
         self.W_Q = nn.Linear(d, f.n_heads * f.d_head, bias=f.qkv_bias)
         self.W_K = nn.Linear(d, f.n_kv_heads * f.d_head, bias=f.qkv_bias)
         self.W_V = nn.Linear(d, f.n_kv_heads * f.d_head, bias=f.qkv_bias)
@@ -280,18 +281,38 @@ class Attention(nn.Module):
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         Tk = k.shape[2]
 
-        scores = self.hook_scores((q @ k.transpose(-2, -1)) * self.scale)  # (B, nh, Tq, Tk)
+        # The (B, nh, Tq, Tk) scores are made once and, where no hook can see them, scaled, masked and
+        # softmaxed in place (as model/attention.py does); out of place when autograd records the run.
+        # A scale that is a power of two (head size 16, 64, 256; Gemma 3's 1/16) scales q instead:
+        # (q·s)·kᵀ is q·kᵀ·s bit for bit (s only moves exponents), on Tk/hs fewer numbers (Qwen-sized at
+        # 512 tokens: one multiply of 14 × 512 × 64 instead of 14 × 512 × 512 per layer).
+        watched = active()
+        inplace = not (torch.is_grad_enabled() and q.requires_grad)
+        if self.scale == 1.0:  # T5: no scale
+            scores = q @ k.transpose(-2, -1)  # (B, nh, Tq, Tk)
+        elif self.scale_q:
+            scores = (q * self.scale) @ k.transpose(-2, -1)
+        else:
+            scores = q @ k.transpose(-2, -1)
+            scores = scores.mul_(self.scale) if inplace else scores * self.scale
+        scores = self.hook_scores(scores)
+        owner = self.hook_scores.name  # the hook `scores` is the tensor of (None: a tensor of our own)
         if self.softcap:
             scores = self.hook_capped_scores(torch.tanh(scores / self.softcap) * self.softcap)
+            owner = self.hook_capped_scores.name
         if bias is not None:
-            scores = scores + self.hook_position_bias(bias)
+            scores, owner = scores + self.hook_position_bias(bias), None
         shown = mask.allowed.expand(B, 1, Tq, Tk)
         allowed = self.hook_mask(shown)  # (B, 1, Tq, Tk)
         # + 0 where allowed, + −inf elsewhere: the mask's additive form, made once per forward pass and
         # shared by the layers (model/attention.py Mask.bias); a where() per layer cost 2-3 % at 512 tokens
         additive = mask.bias(scores.dtype) if allowed is shown else Mask(allowed).bias(scores.dtype)
-        masked = self.hook_masked_scores(scores + additive)
-        pattern = torch.softmax(masked, dim=-1)  # (B, nh, Tq, Tk)
+        free = inplace and owner not in watched
+        masked = self.hook_masked_scores(scores.add_(additive) if free else scores + additive)
+        if inplace and self.hook_masked_scores.name not in watched:  # nobody else holds `masked`
+            pattern = torch.softmax(masked, dim=-1, out=masked)  # (B, nh, Tq, Tk)
+        else:
+            pattern = torch.softmax(masked, dim=-1)
         empty = mask.empty if allowed is shown else Mask(allowed).empty  # a hook may change the mask
         if empty is not None:  # a query with no allowed key (a pad of a left-padded prompt): zeros, not NaN
             pattern = pattern.masked_fill(empty, 0.0)

@@ -239,6 +239,15 @@ def test_hooked_equals_unhooked(family, runs):
         assert (a is None and b is None) or torch.equal(a, b)
     assert plain.generated == out.generated
 
+    # the scores are scaled, masked and softmaxed in place where no hook sees them: a run keeping one
+    # stage alone keeps it as the run keeping every hook does (not overwritten by the next stage)
+    _, full = runs[1]
+    for stage in ("hook_scores", "hook_masked_scores", "hook_pattern"):
+        names = [h for h in full if h.endswith(f"attn.{stage}")]
+        _, alone = m.run_with_cache(meta["sentences"], names=names)
+        for h in names:
+            assert torch.equal(alone[h], full[h]), h
+
 
 def test_generate_with_cache_writes_what_run_predicts(family):
     name, m, meta, _ = family

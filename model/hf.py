@@ -175,15 +175,31 @@ def weight_files(folder: Path) -> dict[str, Path]:
     return files
 
 
-def read_shapes(files: dict[str, Path]) -> dict[str, tuple[int, ...]]:
-    """Their tensor name -> shape, from the files' headers only (no tensor data is read)."""
-    shapes = {}
+def read_headers(files: dict[str, Path]) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """Their tensor name -> shape, and -> dtype as the header names it ("F32", "BF16", "I8", ...),
+    from the files' headers only (no tensor data is read)."""
+    shapes, kinds = {}, {}
     for path in sorted(set(files.values())):
-        shapes.update(_safetensors(path, lambda f: {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}))
+        got = _safetensors(path, lambda f: {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype())
+                                            for k in f.keys()})
+        shapes.update((k, shape) for k, (shape, _) in got.items())
+        kinds.update((k, kind) for k, (_, kind) in got.items())
     missing = set(files) - set(shapes)
     if missing:
         raise WeightsError(f"the index names tensors its shards do not hold: {sorted(missing)[:3]}")
-    return shapes
+    return shapes, kinds
+
+
+FLOATS = {"F16", "BF16", "F32", "F64"}  # the dtypes a weight is read from (widened to float32)
+
+
+def check_dtypes(files: dict[str, Path], kinds: dict[str, str], ours: dict[str, list[str]]) -> None:
+    """Every tensor a part reads is floating point: an integer one is a quantization's codes (int8 with
+    scales beside it), which widened as they are would be wrong weights."""
+    for n in sorted({n for ns in ours.values() for n in ns}):
+        if kinds[n] not in FLOATS:
+            raise WeightsError(f"{files[n].name}: {n} is {kinds[n]}; weights are read as floating point only "
+                               f"({', '.join(sorted(FLOATS))}), not as quantized integers")
 
 
 def read_tensors(files: dict[str, Path], names: list[str]) -> dict[str, torch.Tensor]:
@@ -194,17 +210,6 @@ def read_tensors(files: dict[str, Path], names: list[str]) -> dict[str, torch.Te
     out = {}
     for path, ns in by_file.items():
         out.update(_safetensors(path, lambda f: {n: f.get_tensor(n).float() for n in ns}))
-    return out
-
-
-FLOATS = {"F16", "BF16", "F32", "F64"}  # the dtypes a weight is read from (widened to float32)
-
-
-def dtypes(files: dict[str, Path]) -> dict[str, str]:
-    """Their tensor name -> its dtype as the header names it ("F32", "BF16", "I8", ...): headers only."""
-    out = {}
-    for path in sorted(set(files.values())):
-        out.update(_safetensors(path, lambda f: {k: f.get_slice(k).get_dtype() for k in f.keys()}))
     return out
 
 
@@ -373,8 +378,9 @@ def load_folder(folder: str | Path, name: str | None = None, description: str = 
     f = read_config(folder)
     source = f"{folder.name} ({f.model_type})"
     files = weight_files(folder)
-    theirs = read_shapes(files)
+    theirs, kinds = read_headers(files)
     f, ours, tied = _prepare(f, theirs, source)
+    check_dtypes(files, kinds, ours)
     tok, style = read_tokenizer(folder, f)
     with torch.device("meta"):  # no allocation: the shapes the configuration gives, and the model to fill
         m = Transformer(f, tok, name=name or folder.name, description=description or f"{f.model_type} {folder.name}",
@@ -435,13 +441,7 @@ def _to_ours(f: Family, mine: str, theirs: str, t: torch.Tensor) -> torch.Tensor
 def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], tied: bool) -> dict[str, torch.Tensor]:
     """Read the tensors and lay them out as our parts hold them."""
     f = m.family
-    names = sorted({n for ns in ours.values() for n in ns})
-    kinds = dtypes(files)
-    for n in names:  # integers are a quantization (int8 + scales): widened as they are, they are wrong
-        if kinds[n] not in FLOATS:
-            raise WeightsError(f"{files[n].name}: {n} is {kinds[n]}; weights are read as floating point only "
-                               f"({', '.join(sorted(FLOATS))}), not as quantized integers")
-    read = read_tensors(files, names)
+    read = read_tensors(files, sorted({n for ns in ours.values() for n in ns}))
     state: dict[str, torch.Tensor] = {}
     for mine, names in ours.items():
         t = _to_ours(f, mine, names[0], read[names[0]])

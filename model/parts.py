@@ -284,7 +284,7 @@ class Attention(nn.Module):
         # The (B, nh, Tq, Tk) scores are made once and, where no hook can see them, scaled, masked and
         # softmaxed in place (as model/attention.py does); out of place when autograd records the run.
         # A scale that is a power of two (head size 16, 64, 256; Gemma 3's 1/16) scales q instead:
-        # (q·s)·kᵀ is q·kᵀ·s bit for bit (s only moves exponents), on Tk/hs fewer numbers (Qwen-sized at
+        # (q·s)·kᵀ is q·kᵀ·s bit for bit (s only moves exponents), on hs/Tk of the numbers (Qwen-sized at
         # 512 tokens: one multiply of 14 × 512 × 64 instead of 14 × 512 × 512 per layer).
         watched = active()
         inplace = not (torch.is_grad_enabled() and q.requires_grad)

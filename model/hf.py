@@ -179,11 +179,14 @@ def read_headers(files: dict[str, Path]) -> tuple[dict[str, tuple[int, ...]], di
     """Their tensor name -> shape, and -> dtype as the header names it ("F32", "BF16", "I8", ...),
     from the files' headers only (no tensor data is read)."""
     shapes, kinds = {}, {}
+
+    def read(f) -> None:
+        for k in f.keys():
+            entry = f.get_slice(k)
+            shapes[k], kinds[k] = tuple(entry.get_shape()), entry.get_dtype()
+
     for path in sorted(set(files.values())):
-        got = _safetensors(path, lambda f: {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype())
-                                            for k in f.keys()})
-        shapes.update((k, shape) for k, (shape, _) in got.items())
-        kinds.update((k, kind) for k, (_, kind) in got.items())
+        _safetensors(path, read)
     missing = set(files) - set(shapes)
     if missing:
         raise WeightsError(f"the index names tensors its shards do not hold: {sorted(missing)[:3]}")

@@ -144,6 +144,9 @@ WORDS: dict[str, dict[str, str]] = {
     "too_many": {
         "en": "Only the first {n} sentences are used ({m} were given).",
         "ko": "처음 {n}개 문장만 사용합니다 ({m}개 입력됨)."},
+    "box_cut": {
+        "en": "The text box holds at most {n} characters: only those are used.",
+        "ko": "입력 칸에는 최대 {n}자까지 들어갑니다. 그 안의 글자만 사용합니다."},
     "too_long": {
         "en": "Sentence {i} was cut to {n} characters.",
         "ko": "{i}번 문장을 {n}자로 잘랐습니다."},
@@ -202,8 +205,10 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Type the code first.",
         "ko": "먼저 코드를 입력하세요."},
     "access.wait": {
-        "en": "Too many wrong codes. Wait {s} seconds, then try again.",
-        "ko": "틀린 코드가 너무 많습니다. {s}초 기다린 뒤 다시 입력하세요."},
+        "en": "Many wrong codes from this tab or this network: for {s} more seconds, each wrong code is answered "
+              "only after a pause. The right code still opens the page at once.",
+        "ko": "이 탭이나 이 네트워크에서 틀린 코드가 여러 번 입력되었습니다. 앞으로 {s}초 동안은 틀린 코드에 잠시 "
+              "뒤에 답합니다. 맞는 코드는 언제든 바로 열립니다."},
     "access.failed": {
         "en": "The access check could not be shown. Reload the page in a moment.",
         "ko": "접속 확인 화면을 표시하지 못했습니다. 잠시 뒤 페이지를 새로 고치세요."},

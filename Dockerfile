@@ -1,10 +1,17 @@
 # Attention Explorer, hosted (e.g. for a workshop). The same commands as the README:
 #   sh scripts/setup.sh && streamlit run explorer/app.py
 #
-#   docker build -t attention-explorer .
-#   docker build --build-arg FETCH="minilm smollm2" -t attention-explorer .   # + the real models
-#   docker run --rm -p 8501:8501 attention-explorer                         # http://localhost:8501
+#   docker build -t attention-explorer:0.1.0 .
+#   docker build --build-arg FETCH="minilm smollm2 gemma3" -t attention-explorer:0.1.0 .   # + the real models
+#   docker run --rm -p 8501:8501 --read-only --tmpfs /tmp --tmpfs /home/explorer:uid=10001,gid=10001 \
+#       --cap-drop ALL --security-opt no-new-privileges -e ATTENTION_EXPLORER_ACCESS_CODE=... \
+#       attention-explorer:0.1.0                                                            # http://localhost:8501
+# The tag is the version in pyproject.toml (tests/test_deploy.py checks the deployments use it).
+# Written, not run: the machine this was written on has no Docker engine.
 FROM python:3.11-slim-bookworm
+
+LABEL org.opencontainers.image.title="Attention Explorer" \
+      org.opencontainers.image.version="0.1.0"
 
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -29,12 +36,24 @@ RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
  && sh scripts/setup.sh \
  && rm -rf /var/lib/apt/lists/*
 
+# The weights, and the float32 conversion a GGUF gets on its first load, are written here while
+# building: at run time the cache folder is only read (the root filesystem can be read-only).
 ARG FETCH=""
-RUN mkdir -p /models && if [ -n "$FETCH" ]; then python -m model.fetch $FETCH; fi
+RUN mkdir -p /models && if [ -n "$FETCH" ]; then \
+      python -m model.fetch $FETCH \
+      && python -c "import sys, model; [model.load(n) for n in sys.argv[1:]]" $FETCH; \
+    fi
 
-# the server runs as an unprivileged user; it writes nothing under /app
-RUN useradd --create-home --uid 10001 explorer && chown -R explorer /models
-USER explorer
+# the app's own modules compiled now: the server writes nothing under /app
+RUN python -m compileall -q /app
+
+# the server runs as an unprivileged user (numeric, so Kubernetes can check runAsNonRoot); it may
+# write only /tmp (chromium's profile for figure export) and $HOME (chromium's and fontconfig's
+# caches): the deployments mount those and keep the rest read-only
+RUN groupadd --gid 10001 explorer && useradd --create-home --uid 10001 --gid 10001 explorer
+ENV HOME=/home/explorer \
+    PYTHONDONTWRITEBYTECODE=1
+USER 10001:10001
 
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \

@@ -336,7 +336,7 @@ def manifests() -> dict[str, list[dict]]:
 def test_the_kubernetes_manifests_are_valid_and_carry_the_topology():
     kv = pytest.importorskip("kubernetes_validate")
     docs = manifests()
-    assert set(docs) >= {"Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}
+    assert set(docs) >= {"Deployment", "Service", "Ingress", "HorizontalPodAutoscaler", "NetworkPolicy"}
     for kind, items in docs.items():
         for doc in items:
             for version in ("1.30", "1.37"):

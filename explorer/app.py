@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # uvicorn imports this file with explorer/ (not t
 
 from starlette.middleware import Middleware  # noqa: E402  (Streamlit's own server)
 
-from explorer import preload, warm  # noqa: E402  (light: no torch, no views until the thread runs)
+from explorer import edges, preload, warm  # noqa: E402  (light: no torch, no views until the thread runs)
 
 PAGE = Path(__file__).resolve().parent / "main.py"
 
@@ -35,4 +35,6 @@ async def lifespan(_app):
     yield
 
 
-app = st.App(str(PAGE), lifespan=lifespan, middleware=[Middleware(preload.PreloadCharts)])
+# Edges first: on a hosted or guarded server, only the routes and websocket messages a page of this app
+# needs reach Streamlit (explorer/edges.py)
+app = st.App(str(PAGE), lifespan=lifespan, middleware=[Middleware(edges.Edges), Middleware(preload.PreloadCharts)])

@@ -4,51 +4,71 @@ Set (and not empty after stripping spaces): every page asks for the code once pe
 anything of the page runs (``explorer/main.py: main()`` returns early while ``granted()`` is False:
 no model loaded, no run, nothing of the page drawn). Unset or empty: ``granted()`` is True and the
 app is exactly as without this module. The variable is read on every call, never at import.
+``ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE=1`` makes a missing code an error at start
+(``check_required``: explorer/app.py and scripts/serve.sh call it).
 
 - **Constant time**: the typed code and the configured one are compared by ``hmac.compare_digest``
   on the SHA-256 digests of their UTF-8 bytes (NFC-normalised, surrounding spaces stripped), so
   neither the content nor the length of the code shows in the time a check takes.
-- **Rate-limited**: per session (``SESSION``: 3 wrong codes free, then a wait of 5 s, doubling with
-  every further wrong code, at most 15 min) and per process per client address (``ADDRESSES``: 30
-  wrong codes free from one address, then 2 s doubling up to 5 min; an address is forgotten an
-  hour after its last wrong code). A whole class behind one NAT shares an address, hence its larger
-  allowance. While a wait runs, an attempt is refused without being compared or counted, and the
-  page says how long to wait. The client address is the connection's peer, or, when that peer is a
-  proxy on this machine or a private network (the balancer of scripts/serve.sh, compose, an
-  ingress), the last address of ``X-Forwarded-For`` (the one that proxy appended).
+- **A right code always opens**: every attempt is compared, whatever waits run, and the right code
+  is accepted at once. Nothing a wrong code does (from this tab, another tab, another learner
+  behind the same address) can keep a right code out.
+- **Wrong codes are slowed, never the right one**: each wrong code is counted for its session
+  (``SESSION``: 3 free, then a wait of 5 s doubling up to 15 min) and for its client address
+  (``ADDRESSES``: 30 free, then 2 s doubling up to 5 min; forgotten an hour after the last wrong
+  code), and is answered only after a pause: ``WRONG_DELAY`` (1 s), or ``WAIT_DELAY`` (5 s, at
+  most the rest of the wait) while a wait of the session or its address runs. A session runs one
+  check at a time (scripts/serve.sh runs Streamlit with ``runner.fastReruns`` off), so the pause
+  bounds the guesses a page can make: at most 720 an hour once a wait runs (README: the bound per
+  address and why a generated code makes guessing hopeless).
+- **Shared by the replicas of a host**: the address counts live in ``explorer.store`` (SQLite in
+  ``$ATTENTION_EXPLORER_STATE_DIR``), so a new websocket, a reload, or a request sent to another
+  replica (the ``ae_replica`` cookie) meets the same count.
+- **The client address**: the connection's peer, unless that peer is a configured proxy
+  (``ATTENTION_EXPLORER_TRUSTED_PROXIES``: addresses or CIDR ranges, comma-separated; default
+  none; scripts/serve.sh sets 127.0.0.1, its nginx): then the rightmost address of
+  ``X-Forwarded-For`` that is not a trusted proxy. IPv6 clients are counted per /64 (one
+  household or host), IPv4 per address.
 - **Never kept, never shown**: the input is a password field inside a form whose key is not in
   the app's URL state; the callback that checks it removes the widget's value from the session
   before anything else (the form clears the field in the browser), and only the boolean
   ``GRANTED`` stays in the session. The code is never logged,
   never put in the URL and never rendered.
 
-The pure parts (``matches``, ``Backoff``, ``AddressLimits``) need no Streamlit; ``granted()`` and
-the form are the wiring.
+The pure parts (``matches``, ``attempt``, ``AddressLimits``, ``forwarded_client``,
+``check_required``) need no Streamlit; ``granted()`` and the form are the wiring.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
 import logging
 import math
 import os
-import threading
 import time
 import unicodedata
-from collections import OrderedDict
-from dataclasses import dataclass
+
+from explorer import store as _store
+from explorer.store import Backoff
 
 log = logging.getLogger("attention_explorer")
 
 ENV = "ATTENTION_EXPLORER_ACCESS_CODE"
+REQUIRE_ENV = "ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE"
+TRUSTED_ENV = "ATTENTION_EXPLORER_TRUSTED_PROXIES"
 GRANTED = "_access_granted"  # the only thing a session keeps: True once the right code was given
 INPUT = "_access_code"  # the password field's key (never in explorer/main.py's KEEP, never in the URL)
 LIMIT = "_access_limit"  # the session's Backoff
-NOTICE = "_access_notice"  # what the last attempt gave: "wrong", "wait", "empty" (no input in it)
+NOTICE = "_access_notice"  # what the last attempt gave: "wrong", "empty" (no input in it)
 MAX_CHARS = 256
+SESSION = Backoff(free=3, base=5.0, cap=900.0, forget=3600.0)  # the policy of a session's count
+WRONG_DELAY = 1.0  # seconds before a wrong code is answered
+WAIT_DELAY = 5.0  # ... while a wait of the session or its address runs (at most the wait's rest)
 
-clock = time.monotonic  # the tests move time forward by replacing it
+clock = time.time  # wall clock: the shared store compares times between processes; tests replace it
+sleep = time.sleep  # the pause before a wrong code's answer; tests replace it
 
 
 # --- the pure parts -------------------------------------------------------------------------------
@@ -57,6 +77,28 @@ def configured(environ=None) -> str:
     """The access code the server asks for ("" = none: the app is open)."""
     env = os.environ if environ is None else environ
     return _normal(env.get(ENV) or "")
+
+
+def required(environ=None) -> bool:
+    """Whether the host asked for a code (``ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE`` = 1/true/yes/on)."""
+    env = os.environ if environ is None else environ
+    return str(env.get(REQUIRE_ENV) or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+MISSING = (
+    "Attention Explorer will not start: {require}=1 says this server must ask for an access code, "
+    "but {env} is unset or empty, so the demo would be open to anyone who finds its address. Set "
+    "the code before starting (with scripts/serve.sh: `read -rs {env} && export {env}`, or let it "
+    "make one: `sh scripts/serve.sh --access-code generate`; with compose: ACCESS_CODE=...; with "
+    "Kubernetes: the Secret the Deployment reads), or, to serve without a code on purpose, unset "
+    "{require}."
+)
+
+
+def check_required(environ=None) -> None:
+    """Raise SystemExit with a one-paragraph message when a code is required and none is set."""
+    if required(environ) and not configured(environ):
+        raise SystemExit(MISSING.format(require=REQUIRE_ENV, env=ENV))
 
 
 def _normal(text: str) -> str:
@@ -75,97 +117,127 @@ def matches(given: str, code: str) -> bool:
     return hmac.compare_digest(_digest(given or ""), _digest(code))
 
 
-@dataclass
-class Backoff:
-    """Wrong attempts of one party: ``free`` of them cost nothing, then each wrong attempt starts a
-    wait of ``base`` seconds doubled per wrong attempt past the free ones, at most ``cap``; the count
-    is forgotten ``forget`` seconds after the last wrong attempt."""
-
-    free: int = 3
-    base: float = 5.0
-    cap: float = 900.0
-    forget: float = 3600.0
-    failures: int = 0
-    until: float = 0.0
-    last: float = -math.inf
-
-    def wait(self, now: float) -> float:
-        """Seconds before the next attempt may be checked (0: now)."""
-        return max(0.0, self.until - now)
-
-    def failed(self, now: float) -> float:
-        """Count a wrong attempt at ``now``; returns the wait it starts (0 within the free ones)."""
-        if now - self.last > self.forget:
-            self.failures = 0
-        self.failures += 1
-        self.last = now
-        past = self.failures - self.free
-        if past >= 0:
-            self.until = now + min(self.cap, self.base * 2.0 ** min(past, 60))
-        return self.wait(now)
-
-    def reset(self) -> None:
-        self.failures, self.until, self.last = 0, 0.0, -math.inf
-
-
 class AddressLimits:
-    """One ``Backoff`` per client address, for the whole process (every session of the address),
-    thread-safe and bounded: at most ``max_entries`` addresses, the least recently failed first out."""
+    """One ``Backoff`` per client address, for every session of the address on every replica that
+    shares ``store`` (default: ``explorer.store.shared()``, opened on first use)."""
 
     def __init__(self, free: int = 30, base: float = 2.0, cap: float = 300.0, forget: float = 3600.0,
-                 max_entries: int = 10_000):
-        self.free, self.base, self.cap, self.forget, self.max_entries = free, base, cap, forget, max_entries
-        self._lock = threading.Lock()
-        self._by: OrderedDict[str, Backoff] = OrderedDict()
+                 store: _store.Store | None = None):
+        self.policy = Backoff(free, base, cap, forget)
+        self._store = store
+
+    @property
+    def store(self) -> _store.Store:
+        return self._store if self._store is not None else _store.shared()
+
+    def record(self, address: str | None) -> Backoff:
+        return self.store.get(f"addr:{address}", self.policy) if address else self.policy.fresh()
 
     def wait(self, address: str | None, now: float) -> float:
-        if not address:
-            return 0.0
-        with self._lock:
-            b = self._by.get(address)
-            return b.wait(now) if b is not None else 0.0
+        return self.record(address).wait(now) if address else 0.0
 
     def failed(self, address: str | None, now: float) -> float:
         if not address:
             return 0.0
-        with self._lock:
-            b = self._by.pop(address, None)
-            if b is None:
-                b = Backoff(self.free, self.base, self.cap, self.forget)
-            self._by[address] = b  # now the most recent
-            while len(self._by) > self.max_entries:
-                self._by.popitem(last=False)
-            return b.failed(now)
+        return self.store.failed(f"addr:{address}", now, self.policy).wait(now)
 
     def clear(self) -> None:
-        with self._lock:
-            self._by.clear()
-
-    def __len__(self) -> int:
-        return len(self._by)
+        self.store.clear()
 
 
 ADDRESSES = AddressLimits()
 
 
-def forwarded_client(peer: str | None, forwarded_for: str | None) -> str | None:
-    """The client's address from the connection's ``peer`` (None: loopback or unknown) and the
-    ``X-Forwarded-For`` header: the header's last address only when the peer is a proxy of ours
-    (loopback or a private network), since anyone can send that header."""
-    trusted = peer is None
-    if peer is not None:
+def attempt(given, code: str, session: Backoff, address: str | None, now: float,
+            limits: AddressLimits | None = None) -> tuple[str, float]:
+    """Check one attempt: ("granted" | "wrong" | "empty", seconds to pause before answering).
+
+    The attempt is always compared (a right code opens whatever waits run); a wrong one is counted
+    for the session and the address, and answered after ``WRONG_DELAY``, or, while a wait of either
+    runs, after the rest of that wait, at most ``WAIT_DELAY``."""
+    limits = ADDRESSES if limits is None else limits
+    given = given if isinstance(given, str) else ""
+    right = matches(given, code)  # first, and always: nothing below can keep a right code out
+    if right:
+        session.reset()
+        return "granted", 0.0
+    if not _normal(given):
+        return "empty", 0.0
+    session.failed(now)
+    wait = max(session.wait(now), limits.failed(address, now))
+    return "wrong", min(WAIT_DELAY, wait) if wait > 0 else WRONG_DELAY
+
+
+# --- the client address ---------------------------------------------------------------------------
+
+_LOOPBACK = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(spec: str) -> tuple:
+    nets = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
         try:
-            ip = ipaddress.ip_address(peer)
-            trusted = ip.is_loopback or ip.is_private
+            nets.append(ipaddress.ip_network(item, strict=False))
         except ValueError:
-            return None
-    if trusted and forwarded_for:
-        last = forwarded_for.split(",")[-1].strip()
-        try:
-            return str(ipaddress.ip_address(last))
-        except ValueError:
-            pass
-    return peer
+            log.warning("%s: %r is not an address or CIDR range; ignored", TRUSTED_ENV, item)
+    return tuple(nets)
+
+
+def trusted_proxies(environ=None) -> tuple:
+    """The configured proxies (``ATTENTION_EXPLORER_TRUSTED_PROXIES``) as networks; default none."""
+    env = os.environ if environ is None else environ
+    return _networks(env.get(TRUSTED_ENV) or "")
+
+
+def _ip(text):
+    ip = ipaddress.ip_address(str(text).strip())
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def _trusted(ip, nets) -> bool:
+    return any(ip.version == n.version and ip in n for n in nets)
+
+
+def address_key(ip) -> str:
+    """How a client is counted: an IPv4 address alone, an IPv6 address by its /64."""
+    ip = _ip(ip)
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def forwarded_client(peer: str | None, forwarded_for: str | None, trusted: str | None = None) -> str | None:
+    """The client, as counted (``address_key``), from the connection's ``peer`` (None: loopback,
+    as Streamlit reports it) and the ``X-Forwarded-For`` header. The header is read only when the
+    peer is a trusted proxy (``trusted``, default ``trusted_proxies()``): from its right end, the
+    first address that is not a trusted proxy (the one the outermost proxy of ours saw). None when
+    the peer cannot be read."""
+    nets = trusted_proxies() if trusted is None else _networks(trusted)
+    try:
+        hop = _ip(peer) if peer is not None else None
+    except ValueError:
+        return None
+    if hop is None:
+        near = any(_trusted(ip, nets) for ip in _LOOPBACK)
+    else:
+        near = _trusted(hop, nets)
+    hop = _LOOPBACK[0] if hop is None else hop
+    if near and forwarded_for:
+        for item in reversed(str(forwarded_for).split(",")):
+            try:
+                ip = _ip(item)
+            except ValueError:
+                break  # junk only a client can have written: keep the last proxy-given address
+            hop = ip
+            if not _trusted(ip, nets):
+                break
+    return address_key(hop)
 
 
 def wait_text(seconds: float) -> str:
@@ -184,7 +256,7 @@ def client_address() -> str | None:
         headers = st.context.headers
         forwarded = headers.get("X-Forwarded-For") if headers is not None else None
         return forwarded_client(peer, forwarded)
-    except Exception:  # no client context (AppTest) or an odd header: per-session limits only
+    except Exception:  # no client context or an odd header: per-session limits only
         return None
 
 
@@ -207,43 +279,38 @@ def _session_limit() -> Backoff:
 
     limit = st.session_state.get(LIMIT)
     if not isinstance(limit, Backoff):
-        limit = st.session_state[LIMIT] = Backoff()
+        limit = st.session_state[LIMIT] = SESSION.fresh()
     return limit
 
 
 def _wait(now: float) -> float:
+    """The longest wait running for this session or its address (0: none)."""
     return max(_session_limit().wait(now), ADDRESSES.wait(client_address(), now))
 
 
 def _check() -> None:
     """The form's callback (runs before the script): take the typed code out of the session, then
-    refuse (a wait runs), grant, or count a wrong attempt."""
+    compare it (always): grant, or count a wrong attempt and pause before answering."""
     import streamlit as st  # noqa: PLC0415
 
     given = st.session_state.get(INPUT)
     st.session_state.pop(INPUT, None)  # the typed code is not kept, whatever follows
-    given = given if isinstance(given, str) else ""
     code = configured()
     if not code:
         return
-    now = clock()
-    if _wait(now) > 0:
-        st.session_state[NOTICE] = "wait"
-        return
-    if not _normal(given):
-        st.session_state[NOTICE] = "empty"
-        return
-    if matches(given, code):
+    limit = _session_limit()
+    outcome, pause = attempt(given, code, limit, client_address(), clock())
+    del given
+    if outcome == "granted":
         st.session_state[GRANTED] = True
         st.session_state.pop(NOTICE, None)
         st.session_state.pop(LIMIT, None)
         log.info("access code accepted for a session")
         return
-    limit = _session_limit()
-    limit.failed(now)
-    ADDRESSES.failed(client_address(), now)
-    st.session_state[NOTICE] = "wrong"
-    log.warning("a wrong access code (%d in this session)", limit.failures)
+    st.session_state[NOTICE] = outcome
+    if outcome == "wrong":
+        log.warning("a wrong access code (%d in this session)", limit.failures)
+        sleep(pause)  # this session's next attempt is checked after it (one script thread per session)
 
 
 def _form() -> None:
@@ -260,7 +327,7 @@ def _form() -> None:
     notice = st.session_state.get(NOTICE)
     if notice == "wrong":
         st.error(i18n.t("access.wrong", lg), icon="🔒")
-    elif notice == "empty" and wait == 0:
+    elif notice == "empty":
         st.info(i18n.t("access.empty", lg))
     if wait > 0:
         st.warning(i18n.t("access.wait", lg, s=wait_text(wait)), icon="⏳")

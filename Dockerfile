@@ -4,6 +4,7 @@
 #   docker build -t attention-explorer:0.1.0 .
 #   docker build --build-arg FETCH="minilm smollm2 gemma3" -t attention-explorer:0.1.0 .   # + the real models
 #   docker run --rm -p 8501:8501 --read-only --tmpfs /tmp --tmpfs /home/explorer:uid=10001,gid=10001 \
+#       --tmpfs /state:uid=10001,gid=10001,mode=0700 \
 #       --cap-drop ALL --security-opt no-new-privileges -e ATTENTION_EXPLORER_ACCESS_CODE=... \
 #       attention-explorer:0.1.0                                                            # http://localhost:8501
 # The tag is the version in pyproject.toml (tests/test_deploy.py checks the deployments use it).
@@ -48,10 +49,13 @@ RUN mkdir -p /models && if [ -n "$FETCH" ]; then \
 RUN python -m compileall -q /app
 
 # the server runs as an unprivileged user (numeric, so Kubernetes can check runAsNonRoot); it may
-# write only /tmp (chromium's profile for figure export) and $HOME (chromium's and fontconfig's
-# caches): the deployments mount those and keep the rest read-only
-RUN groupadd --gid 10001 explorer && useradd --create-home --uid 10001 --gid 10001 explorer
+# write only /tmp (chromium's profile for figure export, torch's scratch folder), $HOME (chromium's
+# crash-report and dconf folders) and /state (the wrong-code counts the replicas share,
+# explorer/store.py): the deployments mount those and keep the rest read-only
+RUN groupadd --gid 10001 explorer && useradd --create-home --uid 10001 --gid 10001 explorer \
+ && mkdir -p /state && chown 10001:10001 /state && chmod 0700 /state
 ENV HOME=/home/explorer \
+    ATTENTION_EXPLORER_STATE_DIR=/state \
     PYTHONDONTWRITEBYTECODE=1
 USER 10001:10001
 

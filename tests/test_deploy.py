@@ -375,10 +375,28 @@ def test_every_workshop_and_soak_result_is_read_or_skipped_with_a_reason():
 
 # --- hardening ------------------------------------------------------------------------------------
 
+STATE = "ATTENTION_EXPLORER_STATE_DIR"
+
+
 def written_paths() -> set[str]:
-    """Where the app writes at run time: /tmp (chromium's profile for export) and $HOME (chromium's
-    and fontconfig's caches); the model cache is filled while the image is built."""
-    return {"/tmp", dockerfile_env()["HOME"]}
+    """Where the app writes at run time (seen under a read-only root: strace of a server drawing a
+    page and the lessons, PNG/SVG/PDF exports and the three real models loaded): /tmp (chromium's
+    profile, torch's scratch folder), $HOME (chromium's crash-report and dconf folders) and the
+    wrong-code counts' folder (explorer/store.py); the model cache is filled when the image is built."""
+    return {"/tmp", dockerfile_env()["HOME"], dockerfile_env()[STATE]}
+
+
+def test_the_state_folder_is_the_one_the_app_reads():
+    store = ROOT / "explorer" / "store.py"
+    if store.exists():  # the shared wrong-code counts (explorer/access.py)
+        assert re.search(rf'^STATE_ENV = "{STATE}"$', store.read_text(), flags=re.M)
+    c = compose()["services"]["app"]
+    _, app = deployment()
+    env = {e["name"]: e.get("value") for e in app["env"]}
+    assert c["environment"][STATE] == env[STATE] == dockerfile_env()[STATE]
+    # compose: one named volume for every replica of the host, so their counts are one
+    vols = {v.split(":")[1]: v.split(":")[0] for v in c.get("volumes") or []}
+    assert vols.get(c["environment"][STATE]) in compose()["volumes"]
 
 
 def test_the_pods_are_hardened():
@@ -410,8 +428,9 @@ def test_compose_containers_are_hardened():
     app = c["services"]["app"]
     assert app["read_only"] is True
     tmpfs = {t.split(":")[0] for t in app["tmpfs"]}
-    assert written_paths() <= tmpfs
-    assert dockerfile_env()["ATTENTION_EXPLORER_CACHE"] not in tmpfs
+    volumes = {v.split(":")[1] for v in app.get("volumes") or []}
+    assert written_paths() <= tmpfs | volumes, written_paths() - tmpfs - volumes
+    assert dockerfile_env()["ATTENTION_EXPLORER_CACHE"] not in tmpfs | volumes  # the image's weights stay in view
     for name, svc in c["services"].items():
         assert svc.get("read_only") is True, name
         assert "no-new-privileges:true" in svc["security_opt"], name

@@ -176,8 +176,11 @@ WORDS: dict[str, dict[str, str]] = {
               "but the patterns are not meaningful yet.",
         "ko": "대신 학습하지 않은 seed 트랜스포머(무작위 가중치)를 보여 줍니다: 모든 단계는 동작하지만 패턴에는 아직 의미가 없습니다."},
     "model_error": {
-        "en": "Model **{name}** could not be loaded: {error}",
-        "ko": "**{name}** 모델을 불러오지 못했습니다: {error}"},
+        "en": "Model **{name}** could not be loaded (log id `{id}`). The server's log has the details under this id.{hint}",
+        "ko": "**{name}** 모델을 불러오지 못했습니다 (로그 번호 `{id}`). 자세한 내용은 서버 로그에 이 번호로 남아 있습니다.{hint}"},
+    "fetch_hint": {
+        "en": " If its weights are not on this machine, fetch them with `python -m model.fetch {name}` and reload.",
+        "ko": " 가중치가 이 컴퓨터에 없다면 `python -m model.fetch {name}` 명령으로 받은 다음 다시 불러오세요."},
     "choose_other": {
         "en": "Choose another model in the sidebar.",
         "ko": "왼쪽에서 다른 모델을 고르세요."},
@@ -185,6 +188,34 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Something went wrong while drawing this page ({kind}). Try another sentence, layer or "
               "head; if it keeps happening, please report it with the page's link.",
         "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}). 다른 문장·레이어·헤드를 골라 보세요. 계속되면 이 페이지의 링크와 함께 알려 주세요."},
+    # --- quotas on expensive work, per page (explorer/quota.py), failures with a log id ---------------
+    "quota.lens_wait": {
+        "en": "This page asked for the logit lens of many new sentences in a short time (this server allows {n} a "
+              "minute per page). Try again in {s} s; sentences already computed are shown at once.",
+        "ko": "이 페이지에서 짧은 시간에 새 문장의 로짓 렌즈를 너무 많이 요청했습니다 (이 서버는 페이지마다 1분에 {n}번까지 "
+              "허용합니다). {s}초 뒤에 다시 해 보세요. 이미 계산한 문장은 바로 보입니다."},
+    "quota.patching_wait": {
+        "en": "This page ran many patching experiments in a short time (this server allows {n} a minute per page). "
+              "Try again in {s} s; experiments already run are shown at once.",
+        "ko": "이 페이지에서 짧은 시간에 패칭 실험을 너무 많이 실행했습니다 (이 서버는 페이지마다 1분에 {n}번까지 허용합니다). "
+              "{s}초 뒤에 다시 해 보세요. 이미 실행한 실험은 바로 보입니다."},
+    "quota.export_wait": {
+        "en": "This page exported many new images in a short time (this server renders {n} a minute per page). "
+              "Try again in {s} s; files already made download at once.",
+        "ko": "이 페이지에서 짧은 시간에 새 이미지를 너무 많이 내보냈습니다 (이 서버는 페이지마다 1분에 {n}장까지 만듭니다). "
+              "{s}초 뒤에 다시 해 보세요. 이미 만든 파일은 바로 내려받을 수 있습니다."},
+    "quota.lens_busy": {
+        "en": "This page is still computing a logit lens. Wait until it is shown, then try again.",
+        "ko": "이 페이지에서 로짓 렌즈를 아직 계산하고 있습니다. 결과가 나온 뒤에 다시 해 보세요."},
+    "quota.patching_busy": {
+        "en": "This page is still running a patching experiment. Wait until it is shown, then try again.",
+        "ko": "이 페이지에서 패칭 실험이 아직 실행 중입니다. 결과가 나온 뒤에 다시 해 보세요."},
+    "quota.export_busy": {
+        "en": "An export of this page is still being made. Wait until it downloads, then click again.",
+        "ko": "이 페이지의 내보내기를 아직 만들고 있습니다. 내려받기가 끝난 뒤에 다시 누르세요."},
+    "export_error": {
+        "en": "The export failed (log id {id}). The server's log has the details under this id.",
+        "ko": "내보내기에 실패했습니다 (로그 번호 {id}). 자세한 내용은 서버 로그에 이 번호로 남아 있습니다."},
     # --- the access code of a hosted demo (explorer/access.py, ATTENTION_EXPLORER_ACCESS_CODE) -----
     "access.heading": {
         "en": "This demo asks for an access code",
@@ -213,8 +244,8 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "The access check could not be shown. Reload the page in a moment.",
         "ko": "접속 확인 화면을 표시하지 못했습니다. 잠시 뒤 페이지를 새로 고치세요."},
     "stage_error": {
-        "en": "This figure could not be drawn ({kind}: {msg}).",
-        "ko": "이 그림을 그리지 못했습니다 ({kind}: {msg})."},
+        "en": "This figure could not be drawn ({kind}, log id `{msg}`). The server's log has the details under this id.",
+        "ko": "이 그림을 그리지 못했습니다 ({kind}, 로그 번호 `{msg}`). 자세한 내용은 서버 로그에 이 번호로 남아 있습니다."},
     "running": {
         "en": "Running the model…",
         "ko": "모델 실행 중…"},
@@ -1072,9 +1103,6 @@ WORDS: dict[str, dict[str, str]] = {
     "export.none": {
         "en": "Choose at least one format.",
         "ko": "형식을 하나 이상 고르세요."},
-    "export.failed": {
-        "en": "Export failed: {error}",
-        "ko": "내보내기 실패: {error}"},
     "export.stale": {
         "en": "The selection changed: prepare the ZIP again.",
         "ko": "선택이 바뀌었습니다: ZIP을 다시 만드세요."},
@@ -1467,8 +1495,10 @@ WORDS: dict[str, dict[str, str]] = {
     "lessons.bad_lesson": {"en": "There is no lesson “{value}” (lessons 1 to {n}): showing lesson 1.",
                            "ko": "없는 레슨입니다: “{value}” (레슨은 1~{n}). 레슨 1을 보여 줍니다."},
     "lessons.model_missing": {
-        "en": "{model} is not on this machine ({error}). Fetch its weights with `python -m model.fetch {model}` and reload.",
-        "ko": "{model} 모델이 이 컴퓨터에 없습니다 ({error}). `python -m model.fetch {model}` 명령으로 가중치를 받은 다음 다시 불러오세요."},
+        "en": "{model} could not be loaded here (log id `{id}`; the server's log has the details). If its weights are not "
+              "on this machine, fetch them with `python -m model.fetch {model}` and reload.",
+        "ko": "{model} 모델을 여기서 불러오지 못했습니다 (로그 번호 `{id}`, 자세한 내용은 서버 로그에 있습니다). 가중치가 이 컴퓨터에 "
+              "없다면 `python -m model.fetch {model}` 명령으로 받은 다음 다시 불러오세요."},
     "lessons.no_question": {"en": "The question needs {model}, which could not run here.",
                             "ko": "이 질문에는 {model} 모델이 필요한데 여기서 실행할 수 없습니다."},
     "lessons.prev": {"en": "← Previous lesson", "ko": "← 이전 레슨"},

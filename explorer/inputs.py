@@ -12,6 +12,13 @@ from dataclasses import dataclass, field
 MAX_SENTENCES = 8
 MAX_CHARS = 400
 MAX_TOKENS = 64
+# what one text box holds at most (characters). The browser refuses an edit or paste that would pass
+# it (Streamlit's max_chars: the box keeps what it had), so it is generous: a pasted page or article
+# is taken and then cut to the sentence limits with notices. Text from the URL or a crafted message
+# is cut to it before anything else looks at it. At most 4 bytes a character, a full box is 400 kB,
+# within the 1 MB a browser message may carry (.streamlit/config.toml: server.maxWidgetStateSize).
+MAX_BOX_CHARS = 100_000
+MAX_EDIT_CHARS = 4000  # the what-if edit box: model.edits.MAX_EDITS (64) edits of up to ~60 characters
 MODELS = ("seed", "seed-sort", "minilm", "smollm2", "gemma3")  # built in; model_names() adds the configured ones
 VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "beyond",
          "decoding", "whatif", "compare")
@@ -32,10 +39,20 @@ def split_sentences(raw: str) -> list[str]:
     return [line for line in raw.split("\n") if line.strip()]
 
 
+def limit_box(raw, n: int = MAX_BOX_CHARS) -> tuple[str, list[Notice]]:
+    """A text box's value cut to ``n`` characters before it is split or read, with a notice when it
+    had to be (or when it stands at the box's bound: the browser stops a paste there silently)."""
+    raw = raw if isinstance(raw, str) else str(raw or "")
+    if len(raw) >= n:
+        return raw[:n], [Notice("box_cut", {"n": n})]
+    return raw, []
+
+
 def limit_sentences(raw: str) -> tuple[list[str], list[Notice]]:
-    """Apply the sentence and character limits (not the token limit: that needs the tokenizer)."""
+    """Apply the box, sentence and character limits (not the token limit: that needs the tokenizer).
+    The raw text is cut to ``MAX_BOX_CHARS`` first, so a huge text costs no more than a full box."""
+    raw, notices = limit_box(raw)
     lines = split_sentences(raw)
-    notices = []
     if len(lines) > MAX_SENTENCES:
         notices.append(Notice("too_many", {"n": MAX_SENTENCES, "m": len(lines)}))
         lines = lines[:MAX_SENTENCES]

@@ -25,7 +25,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, export_ui, i18n, inputs, models_ui, presenter, state
+from explorer import access, export_ui, failures, i18n, inputs, models_ui, presenter, quota, state
 from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
@@ -126,7 +126,7 @@ def sidebar_inputs() -> tuple[str, str]:
     sb.selectbox(t("example"), ["", *examples], key="example", on_change=use_example,
                  format_func=lambda e: "—" if not e else style.plain_text(e.replace("\n", " / "), 48))
     keep("text", inputs.DEFAULT_TEXT)
-    sb.text_area(t("text"), key="text", height=130,
+    sb.text_area(t("text"), key="text", height=130, max_chars=inputs.MAX_BOX_CHARS,
                  help=t("text_help", n=inputs.MAX_SENTENCES, c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
     return st.session_state["model"], st.session_state["text"]
 
@@ -236,9 +236,8 @@ class Page:
                 stage_id, self.sel.model, self.texts, self.run, self.info, self.sel, self.lang,
                 pick=record.click, **options)[0]
             note = stages.stage_note(stage_id, self.run, self.info, self.sel, self.lang)
-        except Exception as e:  # one figure failing must not take the page down
-            log.exception("stage %s failed", stage_id)
-            st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        except Exception as e:  # one figure failing must not take the page down; the details go to the log
+            st.warning(t("stage_error", kind=type(e).__name__, msg=failures.logged(log, "stage %s failed", stage_id)))
             note = None
         else:
             show_figure(fig, df, self.meta(stage_id, options), key or stage_id, click=record.click, shown=shown)
@@ -498,8 +497,7 @@ def decoding_trace(page: Page) -> dict:
         with busy(("trace", page.sel.model, page.texts[page.sel.sentence], tuple(sampling.values()))):
             tr = state.trace(page.sel.model, page.texts[page.sel.sentence], **sampling)
     except Exception as e:  # the stage then says it has no trace
-        log.exception("decoding failed")
-        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        st.warning(t("stage_error", kind=type(e).__name__, msg=failures.logged(log, "decoding failed")))
         return {}
     page.run = page.run.with_trace(tr)
     pending = st.session_state.get("_url_ints", {})
@@ -569,16 +567,11 @@ def page() -> None:
     try:
         with busy(("model", name)):
             m, fallback = state.load_model(name)
-    except model.WeightsError as e:
+    except Exception:  # not fetched, a broken download, ...: a log id on the page, the details in the log
+        ident = failures.logged(log, "loading %s failed", name)
         show_messages(messages)
-        st.error(t("model_error", name=name, error=str(e)))
-        st.info(t("choose_other"))
-        sync_url({**models_ui.url_value(name), "lang": lang()})
-        return
-    except Exception as e:  # a loader that is not there yet, a broken download, ...
-        log.exception("loading %s failed", name)
-        show_messages(messages)
-        st.error(t("model_error", name=name, error=f"{type(e).__name__}: {e}"))
+        st.error(t("model_error", name=name, id=ident,
+                   hint=t("fetch_hint", name=name) if name in model.registry.FETCHED else ""))
         st.info(t("choose_other"))
         sync_url({**models_ui.url_value(name), "lang": lang()})
         return
@@ -688,7 +681,7 @@ def on_edit_controls() -> None:
 
 def on_edit_text() -> None:
     """The text box changed: the controls follow (or the message says what is wrong)."""
-    text = str(st.session_state.get("whatif_text") or "")
+    text = str(st.session_state.get("whatif_text") or "")[:inputs.MAX_EDIT_CHARS]
     error = set_edit(text)
     st.session_state["_whatif_error"] = None if error is None else (text, error)
 
@@ -772,7 +765,7 @@ def whatif_controls(page: Page) -> dict:
     ablations = list(st.session_state.get("whatif_ablations") or [])
     if ablations:
         st.multiselect(t("whatif.ablations"), ablations, key="whatif_ablations", on_change=on_edit_controls)
-    st.text_input(t("whatif.text"), key="whatif_text", on_change=on_edit_text,
+    st.text_input(t("whatif.text"), key="whatif_text", on_change=on_edit_text, max_chars=inputs.MAX_EDIT_CHARS,
                   help=t("whatif.text_help", forms=", ".join(model.edits.FORMS)))
     failed = st.session_state.get("_whatif_error")
     if failed:
@@ -796,7 +789,7 @@ def whatif_controls(page: Page) -> dict:
 def compare_controls(page: Page) -> dict:
     """The second sentence, cut to the limits, and its run (of that sentence alone)."""
     keep("compare", "")
-    st.text_input(t("compare.text"), key="compare",
+    st.text_input(t("compare.text"), key="compare", max_chars=2 * inputs.MAX_CHARS,
                   help=t("compare.help", c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
     text, cut = inputs.limit_compare(st.session_state.get("compare", ""))
     if not text:
@@ -879,6 +872,11 @@ def patching_controls(page: Page) -> dict:
     try:
         result = state.patching(page.sel.model, clean, text, kind, where, progress=progress,
                                 cancel=lambda: bool(st.session_state.get("_patch_cancelled")))
+    except quota.Refused as e:  # this page's quota (hosted): when to try again
+        box.empty()
+        st.session_state["_patch_want"] = None
+        st.warning(e.message(lang()), icon="⏳")
+        return {"patching": opts}
     except (mp.PatchingError, mp.PatchingCancelled) as e:
         box.empty()
         st.warning(t("patching.failed", error=inputs.shown(str(e), 300)), icon="⚠️")
@@ -902,9 +900,11 @@ def lens_controls(page: Page) -> dict:
     try:
         with busy(("lens", page.sel.model, tuple(page.texts), s), "lens.running"):
             made = state.lens(page.sel.model, page.texts, page.run, s)
+    except quota.Refused as e:  # this page's quota (hosted): the stage says the lens is not made
+        st.warning(e.message(lang()), icon="⏳")
+        return {}
     except Exception as e:  # the stage then says the lens is not made
-        log.exception("logit lens failed")
-        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        st.warning(t("stage_error", kind=type(e).__name__, msg=failures.logged(log, "logit lens failed")))
         return {}
     page.run = page.run.with_lens(made)
     return {"logit_lens": {"attached": ("lens", page.texts[s])}}
@@ -918,8 +918,7 @@ def roles_controls(page: Page) -> dict:
             page.run = page.run.with_induction(state.induction(page.sel.model))
         attached = ("induction", page.sel.model)
     except Exception as e:
-        log.exception("induction scores failed")
-        st.warning(t("stage_error", kind=type(e).__name__, msg=str(e)[:200]))
+        st.warning(t("stage_error", kind=type(e).__name__, msg=failures.logged(log, "induction scores failed")))
     from explorer.views.analysis import ROLE_NAME, ROLES
 
     if not st.session_state.get("_role_url_read"):  # the URL's `role` once, as the page's other values

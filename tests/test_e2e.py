@@ -238,3 +238,31 @@ def test_the_page_starts_the_chart_library_at_once_and_it_is_fetched_once(server
         assert big and fetched[0] < big[0], "the chunk was asked for only after the page's data arrived"
     finally:
         ctx.close()
+
+
+def test_a_long_paste_is_cut_with_notices_and_a_too_long_one_is_refused(server, browser):
+    """A pasted article (50,000 characters) is taken and cut to the sentence limits with notices; a
+    paste longer than the box holds (150,000) is refused by the box, which keeps what it had."""
+    from explorer import inputs
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/?view=tokens", wait_until="domcontentloaded")
+    wait_for_plots(page, 1)
+    settle(page)
+    area = page.locator('section[data-testid="stSidebar"] textarea').first
+    line = "가나다 hello world " * 30 + "\n"  # 511 characters
+    area.fill("")
+    page.keyboard.insert_text(line * 98)  # a paste of 50,078 characters
+    assert len(area.input_value()) == len(line) * 98
+    area.press("Control+Enter")
+    page.wait_for_function(
+        f"() => document.body.innerText.includes('first {inputs.MAX_SENTENCES} sentences')", timeout=120_000)
+    settle(page)
+    no_exception(page)
+    joined = "\n".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert f"cut to {inputs.MAX_CHARS} characters" in joined
+    taken = area.input_value()
+    page.keyboard.insert_text(line * 300)  # 153,300 more characters: past the box's bound
+    assert area.input_value() == taken
+    no_exception(page)
+    page.close()

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer import i18n, inputs, models_ui, state
+from explorer import failures, i18n, inputs, models_ui, quota, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
 from explorer.ui import lang, show_figure, sync_url, t
@@ -119,9 +119,8 @@ def chosen_part(part: catalog.Part) -> catalog.Part | None:
         return None
     try:
         m, _ = state.load_model(chosen)
-    except Exception as e:  # a configured path that is not there: the model_error words say which
-        log.info("lesson model %s: %s", chosen, e)
-        st.warning(t("model_error", name=chosen, error=inputs.shown(str(e), 200)), icon="⚠️")
+    except Exception:  # a configured path that is not there: a log id here, the details in the log
+        st.warning(t("model_error", name=chosen, id=failures.logged(log, "lesson model %s", chosen), hint=""), icon="⚠️")
         return None
     if not models_ui.fits(m.info, part.block):
         st.info(t("lessons.model_not_fit", model=chosen, stack=t(f"blocks.{part.block}"), own=part.model), icon="ℹ️")
@@ -136,9 +135,9 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     try:
         with st.spinner(t("running")):
             m, fallback = state.load_model(part.model)
-    except Exception as e:  # not fetched, a broken download, ...
-        log.info("lesson model %s: %s", part.model, e)
-        st.warning(t("lessons.model_missing", model=part.model, error=inputs.shown(str(e), 200)), icon="⚠️")
+    except Exception:  # not fetched, a broken download, ...: a log id here, the details in the log
+        st.warning(t("lessons.model_missing", model=part.model, id=failures.logged(log, "lesson model %s", part.model)),
+                   icon="⚠️")
         return None
     if fallback:
         st.warning(t("weights_missing", name=part.model, error=fallback), icon="⚠️")
@@ -148,8 +147,12 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
         run = state.run(part.model, texts, n_tokens, m.info)
         if part.trace:
             run = run.with_trace(state.trace(part.model, texts[min(part.sentence, len(texts) - 1)]))
-        run = catalog.attach_analyses(part, run, lambda s: state.lens(part.model, texts, run, s),
-                                      lambda: state.induction(part.model))
+        try:
+            run = catalog.attach_analyses(part, run, lambda s: state.lens(part.model, texts, run, s),
+                                          lambda: state.induction(part.model))
+        except quota.Refused as e:  # this page's lens quota (hosted): the part waits, the page says until when
+            st.warning(e.message(lang()), icon="⏳")
+            return None
         edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
     pr = PartRun(part, run, m.info, edited)
     if part.patch and len(texts) >= catalog.PATCHED_SENTENCES:
@@ -172,6 +175,8 @@ def patch_part(pr: PartRun, texts: list[str], m) -> None:
     try:
         pr.patching = state.patching(pr.part.model, texts[0], texts[1], "positions",
                                      stages.patching_stack(m.info, pr.part.block), progress=progress)
+    except quota.Refused as e:  # this page's patching quota (hosted)
+        st.warning(e.message(lang()), icon="⏳")
     except mp.PatchingTooLarge as e:
         st.warning(t("patching.too_large", n=e.needed, bound=e.bound), icon="⚠️")
     except mp.PatchingError:
@@ -196,9 +201,8 @@ def draw_part(pr: PartRun, n: int, i: int, texts: list[str], ids: tuple[str, ...
         try:
             words = stages.stage_words(sid, pr.run, pr.info, sel, lg, **opts)
             fig, df = state.stage_figure(sid, part.model, texts, pr.run, pr.info, sel, lg, **opts)
-        except Exception as e:  # one figure failing must not take the lesson down
-            log.exception("lesson %s stage %s failed", n, sid)
-            st.warning(t("stage_error", kind=type(e).__name__, msg=inputs.shown(str(e), 200)))
+        except Exception as e:  # one figure failing must not take the lesson down; the details go to the log
+            st.warning(t("stage_error", kind=type(e).__name__, msg=failures.logged(log, "lesson %s stage %s failed", n, sid)))
             continue
         st.subheader(words["title"], anchor=f"lesson-{n}-{i}-{sid}")
         st.markdown(words["explain"])
@@ -312,7 +316,7 @@ def render() -> None:
     box = f"lesson_text_{n}"
     if box not in st.session_state:
         st.session_state[box] = st.session_state.get(TEXTS_KEY, {}).get(n, default_text(n))
-    st.text_area(t("lessons.sentences"), key=box, height=90, on_change=on_text, args=(n,),
+    st.text_area(t("lessons.sentences"), key=box, height=90, on_change=on_text, args=(n,), max_chars=inputs.MAX_BOX_CHARS,
                  help=t("text_help", n=inputs.MAX_SENTENCES, c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
     if st.session_state[box] != default_text(n):
         st.button(t("lessons.default_text"), key=f"lesson_default_{n}", on_click=on_default_text, args=(n,))

@@ -24,7 +24,11 @@ if str(ROOT) not in sys.path:  # uvicorn imports this file with explorer/ (not t
 
 from starlette.middleware import Middleware  # noqa: E402  (Streamlit's own server)
 
-from explorer import edges, preload, warm  # noqa: E402  (light: no torch, no views until the thread runs)
+from explorer import access, edges, preload, warm  # noqa: E402  (light: no torch, no views until the thread runs)
+
+# a host that asks for an access code (ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE=1) and gives none gets no
+# server at all, with a message that says what to set, rather than a demo that runs open
+access.check_required()
 
 PAGE = Path(__file__).resolve().parent / "main.py"
 

@@ -500,3 +500,21 @@ def test_the_hardening_fields_are_the_schemas_own():
     peer["podSelectors"] = peer.pop("podSelector")
     with pytest.raises(kv.ValidationError):
         kv.validate(broken, "1.37", strict=True)
+
+
+def test_the_compose_file_is_valid_against_the_compose_specification():
+    """deploy/schema/compose-spec.json (the Compose Specification's own schema): a key compose does
+    not know, or one in the wrong place, fails here as `docker compose config` would refuse it."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((DEPLOY / "schema" / "compose-spec.json").read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    doc = compose()
+    assert not [e.message for e in validator.iter_errors(doc)]
+    for path, key in ((("services", "app"), "read_only"), (("services", "app", "deploy", "resources", "limits"), "cpus"),
+                      (("networks", "backend"), "internal")):
+        broken = copy.deepcopy(doc)
+        node = broken
+        for p in path:
+            node = node[p]
+        node[key + "_"] = node.pop(key)
+        assert list(validator.iter_errors(broken)), f"a misspelt {key} passed the schema"

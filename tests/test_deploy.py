@@ -303,6 +303,27 @@ def test_the_balancer_refuses_uploads_and_bodies_and_names_the_client(balancer):
     assert _Recorder.seen == [], [(m, p) for m, p, _, _ in _Recorder.seen]
 
 
+def test_the_ingress_refuses_uploads_and_bodies_as_the_balancer_does():
+    """ingress-nginx, the cluster's nginx: the upload route denied to every address, bodies bounded."""
+    ingresses = manifests()["Ingress"]
+    denied = [i for i in ingresses if any(p["path"].rstrip("/") == "/_stcore/upload_file"
+                                          for r in i["spec"]["rules"] for p in r["http"]["paths"])]
+    assert denied, "no Ingress takes /_stcore/upload_file"
+    for ing in denied:
+        a = ing["metadata"]["annotations"]
+        ranges = {r.strip() for r in a.get("nginx.ingress.kubernetes.io/denylist-source-range", "").split(",")}
+        assert {"0.0.0.0/0", "::/0"} <= ranges, "the upload route is not denied to every address"
+        for r in ing["spec"]["rules"]:
+            for p in r["http"]["paths"]:
+                assert p["pathType"] == "Prefix"
+    # every host an Ingress serves has the refusal (the longest path wins within a host)
+    hosts = {r.get("host") for i in ingresses for r in i["spec"]["rules"]}
+    assert hosts == {r.get("host") for i in denied for r in i["spec"]["rules"]}
+    for ing in ingresses:
+        size = ing["metadata"]["annotations"].get("nginx.ingress.kubernetes.io/proxy-body-size", "1m")
+        assert mib(size.replace("k", "Ki").replace("m", "Mi")) <= 64 / 1024, (ing["metadata"]["name"], size)
+
+
 # --- compose's network: the trusted proxy is the balancer's network only --------------------------
 
 def test_compose_trusts_forwarded_addresses_only_from_the_balancers_internal_network():

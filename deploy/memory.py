@@ -2,6 +2,7 @@
 and the replica memory limit that deploy/compose.yaml and deploy/k8s/deployment.yaml set from them.
 
     python deploy/memory.py        # the table (Markdown) and the limit it asks for
+    python deploy/memory.py --all  # every run's source and figure in the table
 
 A replica is one `streamlit run` process in its own container, so only measurements of one
 process count: the workshop bench's rows with ``replicas == 0`` (`python -m bench --only
@@ -120,7 +121,8 @@ def required_mb() -> tuple[float, str]:
     return need, which
 
 
-def markdown() -> str:
+def markdown(full: bool = False) -> str:
+    """The table; ``full``: every run's source and figure, not only the highest and lowest."""
     table = peaks()
     lines = ["| model | learners on one process | peak RSS (MiB), highest | runs (lowest) | sources (bench/results/, field) |",
              "|---|---|---|---|---|"]
@@ -128,7 +130,10 @@ def markdown() -> str:
         rows = sorted((k[1], v) for k, v in table.items() if k[0] == model)
         for learners, v in rows:
             mark = " (per core)" if PER_CORE.get(model) == learners else ""
-            sources = "; ".join(f"`{s}` {mb:.0f}" for s, mb in sorted(v["sources"], key=lambda x: -x[1]))
+            ranked = sorted(v["sources"], key=lambda x: -x[1])
+            sources = f"`{ranked[0][0]}`" if len(ranked) == 1 or full else f"`{ranked[0][0]}`; lowest `{ranked[-1][0]}`"
+            if full:
+                sources = "; ".join(f"`{s}` {mb:.0f}" for s, mb in ranked)
             lines.append(f"| {model} | {learners}{mark} | **{v['rss_mb']:.0f}** | {v['runs']} ({v['low']:.0f}) | {sources} |")
         if not rows:
             known = no_class(model)
@@ -146,4 +151,6 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":
-    print(markdown())
+    import sys
+
+    print(markdown(full="--all" in sys.argv[1:]))

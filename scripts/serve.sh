@@ -20,6 +20,19 @@
 #   --exempt LIST                 addresses or CIDR ranges never bounded, comma-separated, or
 #                                 "none" (default: this machine, 127.0.0.1)   [127.0.0.1]
 #     ATTENTION_EXPLORER_EXEMPT
+#   --access-code generate        make a long random access code (20 characters from 32: 100
+#                                 bits), give it to the replicas and print it once, here (never
+#                                 to a log). Your own code: export ATTENTION_EXPLORER_ACCESS_CODE
+#   --trusted-proxy LIST          proxies in front of this nginx (a TLS tunnel on this machine:
+#                                 127.0.0.1), comma-separated addresses or CIDR ranges: nginx
+#                                 takes the client from their X-Forwarded-For (real_ip), so its
+#                                 per-client bounds and the access code's limits see the real
+#                                 client                                              [none]
+#
+# Environment: PYTHON (the interpreter of every python this script runs)        [python]
+#   ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE=1 with no ATTENTION_EXPLORER_ACCESS_CODE: exit 2 at once.
+#   The replicas get ATTENTION_EXPLORER_STATE_DIR (the access limits they share; default: the run
+#   folder) and ATTENTION_EXPLORER_TRUSTED_PROXIES=127.0.0.1 (this nginx).
 #
 # Sticky sessions. A Streamlit session is one websocket, and the download URLs a page makes are
 # served by the process that made them: both must reach the same replica. nginx gives every
@@ -39,8 +52,9 @@
 # and, at its next action, is drawn again from its URL. Its browsers go back to it once it answers.
 #
 # Bounded per client address (the connection's peer; see the README for a class behind one NAT
-# address): refusals are answered with status 429 and a short text. Ctrl-C (or SIGTERM) stops
-# nginx and every replica.
+# address): refusals are answered with status 429 and a short text. Uploads (/_stcore/upload_file:
+# the app has none) are refused with 403 and request bodies bounded to 64 KB. Ctrl-C (or SIGTERM)
+# stops nginx and every replica.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -51,6 +65,9 @@ conns="${ATTENTION_EXPLORER_PER_CLIENT_CONNECTIONS:-8}"
 rate="${ATTENTION_EXPLORER_PER_CLIENT_RATE:-30}"
 burst="${ATTENTION_EXPLORER_PER_CLIENT_BURST:-20}"
 exempt="${ATTENTION_EXPLORER_EXEMPT:-127.0.0.1}"
+access_code=""
+trusted=""
+PY="${PYTHON:-python}"
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || case "$1" in -h|--help) ;; *) echo "serve.sh: $1 needs a value (see --help)" >&2; exit 2 ;; esac
     case "$1" in
@@ -61,7 +78,9 @@ while [ $# -gt 0 ]; do
         --per-client-rate) rate="$2"; shift 2 ;;
         --per-client-burst) burst="$2"; shift 2 ;;
         --exempt) exempt="$2"; shift 2 ;;
-        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+        --access-code) access_code="$2"; shift 2 ;;
+        --trusted-proxy) trusted="$2"; shift 2 ;;
+        -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
         *) echo "serve.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -74,6 +93,30 @@ case "$exempt" in
     none|'') exempt="" ;;
     *[!0-9a-fA-F.:/,]*) echo "serve.sh: --exempt takes addresses or CIDR ranges, comma-separated, or none" >&2; exit 2 ;;
 esac
+case "$trusted" in
+    *[!0-9a-fA-F.:/,]*) echo "serve.sh: --trusted-proxy takes addresses or CIDR ranges, comma-separated" >&2; exit 2 ;;
+esac
+command -v "$PY" >/dev/null 2>&1 || { echo "serve.sh: no interpreter $PY (set PYTHON to one with the app's packages)" >&2; exit 2; }
+case "$access_code" in
+    '') ;;
+    generate)
+        # 20 characters from 32 (no l, o, 0, 1): 100 bits, in groups of five
+        code=$("$PY" -c "import secrets; a = 'abcdefghijkmnpqrstuvwxyz23456789'; c = ''.join(secrets.choice(a) for _ in range(20)); print('-'.join(c[i:i + 5] for i in range(0, 20, 5)))") \
+            || { echo "serve.sh: $PY could not make a code" >&2; exit 2; }
+        ATTENTION_EXPLORER_ACCESS_CODE=$code
+        export ATTENTION_EXPLORER_ACCESS_CODE
+        ;;
+    *) echo "serve.sh: --access-code takes only 'generate' (a code typed on the command line shows in ps and the shell history); for a code of your own, export ATTENTION_EXPLORER_ACCESS_CODE" >&2; exit 2 ;;
+esac
+# a host who asks for a code and gives none: stop before anything starts (explorer/access.py)
+if ! why=$("$PY" -c "from explorer.access import check_required; check_required()" 2>&1); then
+    echo "serve.sh: $why" >&2
+    exit 2
+fi
+if ! "$PY" -c "import streamlit" >/dev/null 2>&1; then
+    echo "serve.sh: $PY cannot import streamlit (sh scripts/setup.sh installs it; PYTHON=/path/to/venv/bin/python picks another interpreter)" >&2
+    exit 2
+fi
 
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -89,7 +132,8 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/attention-explorer-serve.XXXXXX")
-secret=$(python -c "import secrets; print(secrets.token_hex(32))")
+secret=$("$PY" -c "import secrets; print(secrets.token_hex(32))")
+state="${ATTENTION_EXPLORER_STATE_DIR:-$run/state}"  # the access limits the replicas share (explorer/store.py)
 pids=""
 cleanup() {
     trap - EXIT INT TERM
@@ -126,7 +170,8 @@ supervise() {
         ATTENTION_EXPLORER_HOSTED="${ATTENTION_EXPLORER_HOSTED:-1}" \
         OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}" \
         STREAMLIT_SERVER_COOKIE_SECRET="$secret" \
-            python -m streamlit run explorer/app.py --server.address 127.0.0.1 --server.port "$p" \
+        ATTENTION_EXPLORER_STATE_DIR="$state" ATTENTION_EXPLORER_TRUSTED_PROXIES=127.0.0.1 \
+            "$PY" -m streamlit run explorer/app.py --server.address 127.0.0.1 --server.port "$p" \
             --server.headless true --runner.fastReruns false >>"$run/replica-$i.log" 2>&1 &
         child=$!
         echo "$child" >"$run/replica-$i.pid"
@@ -180,6 +225,17 @@ else
     zone_rate=1  # the zones are declared either way; nothing refers to them
 fi
 
+# Proxies in front of this nginx (--trusted-proxy): the client is the rightmost address of their
+# X-Forwarded-For that is not one of them, for the bounds below and for what the replicas are told.
+realip=""
+if [ -n "$trusted" ]; then
+    for a in $(echo "$trusted" | tr ',' ' '); do realip="$realip    set_real_ip_from $a;
+"; done
+    realip="$realip    real_ip_header X-Forwarded-For;
+    real_ip_recursive on;
+"
+fi
+
 mkdir -p "$run/tmp"
 cat >"$run/nginx.conf" <<EOF
 worker_processes auto;
@@ -189,7 +245,8 @@ events { worker_connections 4096; }
 http {
     access_log off;
     server_tokens off;
-    client_body_temp_path $run/tmp/body;
+    client_max_body_size 64k;  # no page of the app sends a body larger than a few bytes
+$realip    client_body_temp_path $run/tmp/body;
     proxy_temp_path $run/tmp/proxy;
     fastcgi_temp_path $run/tmp/fastcgi;
     uwsgi_temp_path $run/tmp/uwsgi;
@@ -245,6 +302,10 @@ $geo    }
             $conn_all
             proxy_pass http://explorer;
         }
+        location ^~ /_stcore/upload_file {  # the app has no file uploader: nothing is stored
+            default_type text/plain;
+            return 403 "Uploads are not accepted here.\n";
+        }
         location /media/ {  # downloads; one made while this browser's replica was down is on the next
             $conn_all
             proxy_next_upstream error timeout http_404;
@@ -268,7 +329,7 @@ i=1
 while [ "$i" -le "$replicas" ]; do
     p=$((port + i))
     tries=0
-    until python -c "import urllib.request,sys; sys.exit(urllib.request.build_opener(urllib.request.ProxyHandler({})).open('http://127.0.0.1:$p/_stcore/health', timeout=2).read().strip() != b'ok')" 2>/dev/null; do
+    until "$PY" -c "import urllib.request,sys; sys.exit(urllib.request.build_opener(urllib.request.ProxyHandler({})).open('http://127.0.0.1:$p/_stcore/health', timeout=2).read().strip() != b'ok')" 2>/dev/null; do
         tries=$((tries + 1))
         if [ "$tries" -gt 240 ]; then
             echo "serve.sh: replica $i (port $p) did not start; its log:" >&2
@@ -281,6 +342,9 @@ while [ "$i" -le "$replicas" ]; do
 done
 "$NGINX" -t -q -c "$run/nginx.conf" -p "$run"
 bounds="per client address: at most $conns connections, $rate page loads/min (0 = no bound)"
+if [ "$access_code" = generate ]; then  # once, here: never to serve.log or a replica's log
+    echo "Access code (made for this run, shown only here): $ATTENTION_EXPLORER_ACCESS_CODE"
+fi
 echo "Attention Explorer: http://$address:$port ($replicas replicas, sticky sessions, supervised; $bounds; logs in $run; Ctrl-C stops)"
 "$NGINX" -c "$run/nginx.conf" -p "$run" -g "daemon off;" &
 pids="$pids $!"

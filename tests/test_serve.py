@@ -1,9 +1,23 @@
 """Serving a class: a short workshop against a real hosted server (any error fails), and the real
 balancer (scripts/serve.sh: two replicas behind nginx) with real browsers — every session sticks to
-one replica, so its page, its websocket and a download made on the page all work."""
+one replica, so its page, its websocket and a download made on the page all work. serve.sh's edges:
+a code it generates (printed once, in no log, and it opens the page in a real browser while a wrong
+one is counted in the replicas' shared store under the client's real address, told by a trusted
+proxy), uploads refused and bodies bounded through the balancer, and a server that was asked for a
+code and given none refuses to start (serve.sh and `streamlit run` alike)."""
 from __future__ import annotations
 
+import contextlib
+import http.client
+import os
+import re
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +29,8 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run", "--disable-sync"]
 HAVE_NGINX = bool(shutil.which("nginx") or Path("/usr/sbin/nginx").exists())
+ROOT = Path(__file__).resolve().parent.parent
+CODE_LINE = re.compile(r"^Access code \(made for this run, shown only here\): ([a-km-np-z2-9]{5}(?:-[a-km-np-z2-9]{5}){3})$")
 
 
 def test_a_short_workshop_runs_without_a_single_error():
@@ -69,3 +85,141 @@ def p_alive(pid: int) -> bool:
     import psutil
 
     return psutil.pid_exists(pid)
+
+
+# --- serve.sh's edges: the generated code, uploads, bodies, a trusted proxy --------------------------
+
+@contextlib.contextmanager
+def serve(*args: str, env: dict | None = None, timeout: float = 300):
+    """``sh scripts/serve.sh --replicas 1 --port P *args``, its stdout and stderr read line by line;
+    yields (port, stdout lines, stderr lines, run folder) once the balancer answers its health check."""
+    port = sv.free_port()
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHON": sys.executable,
+                **(env or {})}
+    full_env.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
+    proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", "1", "--port", str(port), *args], cwd=ROOT,
+                            env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda f=f, to=to: [to.append(line.rstrip("\n")) for line in f], daemon=True)
+               for f, to in ((proc.stdout, out), (proc.stderr, err))]
+    for r in readers:
+        r.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert proc.poll() is None, f"serve.sh exited ({proc.returncode}): {out} {err[-20:]}"
+            assert time.monotonic() < deadline, f"serve.sh did not start: {out} {err[-20:]}"
+            try:
+                if sv._local_get(f"http://127.0.0.1:{port}/_stcore/health", 2).strip() == b"ok":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        m = next(re.search(r"logs in (\S+);", line) for line in out if "logs in" in line)
+        yield port, out, err, Path(m.group(1))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        for r in readers:
+            r.join(5)
+
+
+def request(port: int, method: str, path: str, *, headers: dict | None = None, body: bytes | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not HAVE_NGINX, reason="nginx is not installed (sh scripts/setup.sh --dev installs it)")
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found")
+def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its_edges():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with serve("--access-code", "generate", "--trusted-proxy", "127.0.0.1") as (port, out, err, run):
+        codes = [m.group(1) for m in map(CODE_LINE.match, out) if m]
+        assert len(codes) == 1, out  # printed once, on serve.sh's own output
+        code = codes[0]
+        assert len(code.replace("-", "")) == 20  # 20 characters from 32: 100 bits
+        assert sum(code in line for line in out + err) == 1
+
+        # uploads refused by the balancer, whatever the path and method; bodies bounded
+        for method in ("PUT", "POST"):
+            status, text = request(port, method, "/_stcore/upload_file/some-session/some-file",
+                                   body=b"x" * 1000, headers={"Content-Type": "application/octet-stream"})
+            assert status == 403 and "Uploads are not accepted" in text
+        status, _ = request(port, "POST", "/", body=b"x" * 200_000, headers={"Content-Type": "text/plain"})
+        assert status == 413
+
+        # a real browser behind a proxy of ours (the header its tunnel would add): a wrong code is
+        # refused and counted under the client's real address, the generated code opens the page
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            ctx = browser.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.9"})
+            page = ctx.new_page()
+            page.goto(f"http://127.0.0.1:{port}/?lang=en", wait_until="domcontentloaded")
+            field = page.locator("input[type=password]")
+            field.wait_for(timeout=180_000)
+            field.fill("not-the-code")
+            field.press("Enter")
+            page.get_by_text("That is not the code").wait_for(timeout=60_000)
+            field.fill(code)
+            field.press("Enter")
+            page.get_by_role("heading", name="Attention Explorer").first.wait_for(timeout=180_000)
+            browser.close()
+        with sqlite3.connect(run / "state" / "limits.sqlite3") as db:
+            rows = dict(db.execute("SELECT key, n FROM failures").fetchall())
+        assert rows == {"addr:203.0.113.9": 1}, rows
+
+        # nginx's per-client bounds see the client behind the trusted proxy: one that reloads too
+        # fast is refused, while this machine itself (exempt) is not
+        told = [request(port, "GET", "/", headers={"X-Forwarded-For": "198.51.100.4"})[0] for _ in range(30)]
+        assert 429 in told and told[0] == 200
+        assert all(request(port, "GET", "/")[0] == 200 for _ in range(30))
+
+        conf = (run / "nginx.conf").read_text()
+        assert "set_real_ip_from 127.0.0.1;" in conf and "real_ip_recursive on;" in conf
+        # the code is in no file of the run: serve.log, the replica's log, nginx's, the config
+        for f in run.rglob("*"):
+            if f.is_file() and not f.name.startswith("limits.sqlite3"):
+                assert code not in f.read_text(errors="replace"), f
+
+
+def test_serve_sh_asked_for_a_code_and_given_none_stops_at_once():
+    env = {**os.environ, "PYTHON": sys.executable, "ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE": "1",
+           "ATTENTION_EXPLORER_ACCESS_CODE": "  "}
+    t0 = time.monotonic()
+    r = subprocess.run(["sh", "scripts/serve.sh", "--port", str(sv.free_port())], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and time.monotonic() - t0 < 30
+    assert "ATTENTION_EXPLORER_ACCESS_CODE is unset or empty" in r.stderr and "--access-code generate" in r.stderr
+    assert r.stdout == ""  # nothing started
+
+
+def test_streamlit_run_asked_for_a_code_and_given_none_exits_with_the_message():
+    env = {**os.environ, "ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
+    port = sv.free_port()
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=10)
+        pytest.fail(f"the server kept running without the code it was asked for: {out[-500:]} {err[-500:]}")
+    assert proc.returncode != 0
+    assert time.monotonic() - t0 < 60
+    assert "ATTENTION_EXPLORER_ACCESS_CODE is unset or empty" in err, (out[-500:], err[-1500:])

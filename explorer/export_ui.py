@@ -8,6 +8,13 @@ Images are rendered only when a button is clicked (``st.download_button`` with a
 drawing the page never waits for chromium. Without chromium the image buttons are disabled, the
 install command is shown, and CSV downloads keep working.
 
+A rendered file is kept per figure (explorer/export/cache.py: the same figure, theme, caption and
+language, format and scale give the same bytes at once, to any page). Where quotas apply
+(explorer/quota.py: a hosted server) a page has one export in flight (a second click while one renders
+is refused with a message under its button, not rendered) and renders at most
+``ATTENTION_EXPLORER_EXPORT_RENDERS_PER_MINUTE`` images a minute (a timeline's GIF or PDF: one per
+step); a file already made costs nothing. A failure shows a log id, the details go to the server's log.
+
 "Export all" puts every stage of the current selection into one ZIP. A stage that is on the page
 is exported exactly as shown (its figure is remembered by ``remember_shown``, with the options
 the page used, e.g. the positional-encoding controls); the other stages are built with
@@ -16,6 +23,7 @@ the page used, e.g. the positional-encoding controls); the other stages are buil
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from dataclasses import replace
@@ -23,7 +31,8 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer import export as ex
-from explorer import i18n, presenter, state
+from explorer import failures, i18n, presenter, quota, state
+from explorer.export.cache import RENDERED, figure_key
 from explorer.views import stages
 from explorer.views.theme import DEFAULT_THEME, THEME_NAMES, apply_theme
 
@@ -32,6 +41,7 @@ SHOWN_KEY, ZIP_KEY = "_export_shown", "_export_zip"
 _PREWARM_ENV = "ATTENTION_EXPLORER_PREWARM_EXPORT"
 _prewarm_lock = threading.Lock()
 _prewarmed = False
+log = logging.getLogger("attention_explorer.export")
 
 
 def _t(lang: str, key: str, **kw) -> str:
@@ -121,6 +131,34 @@ def remember_shown(fig, df, meta: dict) -> None:
     st.session_state[SHOWN_KEY] = shown
 
 
+def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, **options):
+    """The callable a download button runs when clicked (in a thread of its own, outside the script):
+    the kept file when there is one; else, within the page's export quota, rendered once and kept.
+    ``prepare()`` -> the figure to render; ``render(prepared)`` -> bytes; ``cost(prepared)`` -> images
+    it renders. A refusal or a failure raises ``failures.Shown`` with the page's words (the button
+    shows them); a failure's details go to the log under the id it shows."""
+    sid = quota.session_id()  # the page, known now (the click runs where no page is current)
+
+    def data() -> bytes:
+        try:
+            prepared = prepare()
+            key = figure_key(prepared, fmt, **options)
+            kept = RENDERED.peek(key)
+            if kept is not None:
+                return kept
+            with quota.flight("export", session=sid):
+                if RENDERED.peek(key) is None:
+                    quota.charge("export", cost(prepared), session=sid)
+                return RENDERED.get(key, lambda: render(prepared))
+        except quota.Refused as e:
+            raise failures.Shown(e.message(lang)) from None
+        except Exception:
+            ident = failures.logged(log, "%s export of %s failed", fmt, what)
+            raise failures.Shown(i18n.t("export_error", lang, id=ident)) from None
+
+    return data
+
+
 def figure_downloads(fig, df, meta: dict, key: str):
     """PNG, SVG, PDF and CSV download buttons for one figure, in one row (returned: the caller may
     add to it).
@@ -136,9 +174,10 @@ def figure_downloads(fig, df, meta: dict, key: str):
     stem = ex.file_stem(em)  # the sentence's letters, digits, "_" in it: shown as code (a help is markdown)
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
     for fmt in ex.IMAGE_FORMATS:
-        def data(fmt=fmt) -> bytes:
-            return ex.figure_bytes(ex.prepare(fig, em, theme=s["theme"], caption=caption), fmt,
-                                   scale=s["scale"])
+        scale = s["scale"] if fmt == "png" else 1  # vector formats ignore it (renderer.figure_bytes)
+        data = _deferred(lambda: ex.prepare(fig, em, theme=s["theme"], caption=caption), fmt,
+                         lambda prepared, fmt=fmt, scale=scale: ex.figure_bytes(prepared, fmt, scale=scale),
+                         lambda prepared: 1, lang, em.stage, scale=scale)
 
         row.download_button(
             fmt.upper(), data=data, file_name=f"{stem}.{fmt}", mime=ex.MIME[fmt],
@@ -216,13 +255,18 @@ def export_all(run, info, sel, texts: list[str], lang: str, reason) -> None:
             bar.progress(done / max(total, 1),
                          text=_t(lang, "preparing", done=done, total=total, what=what[-28:]))
 
+        data = None
         try:
             items = _items(run, info, sel, texts, lang, s["theme"], ident)
-            data = ex.zip_items(items, chosen, theme=s["theme"], scale=s["scale"], lang=lang,
-                                progress=step)
-        except ex.ExportError as e:
-            st.error(_t(lang, "failed", error=e))
-            data = None
+            images = sum(1 for fmt in chosen if fmt in ex.IMAGE_FORMATS) * len(items)
+            with quota.flight("export"):  # one export in flight per page, within its quota
+                quota.charge("export", max(1, images))
+                data = ex.zip_items(items, chosen, theme=s["theme"], scale=s["scale"], lang=lang,
+                                    progress=step)
+        except quota.Refused as e:
+            st.warning(e.message(lang), icon="⏳")
+        except ex.ExportError:  # a log id on the page, the details in the log
+            st.error(i18n.t("export_error", lang, id=failures.logged(log, "ZIP export failed")))
         bar.empty()
         st.session_state[ZIP_KEY] = (want, data) if data else None
     stored = st.session_state.get(ZIP_KEY)
@@ -274,9 +318,9 @@ def animation_downloads(fig, meta: dict, key: str) -> None:
     stem = ex.file_stem(em)
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
     for fmt, label in (("gif", i18n.t("decoding.gif", lang)), ("pdf", i18n.t("decoding.pdf", lang))):
-        def data(fmt=fmt) -> bytes:
-            prepared = ex.prepare(fig, em, theme=s["theme"], caption=caption)
-            return ex.gif_bytes(prepared) if fmt == "gif" else ex.pdf_pages_bytes(prepared)
+        data = _deferred(lambda: ex.prepare(fig, em, theme=s["theme"], caption=caption), f"{fmt}-steps",
+                         ex.gif_bytes if fmt == "gif" else ex.pdf_pages_bytes,
+                         lambda prepared: max(1, len(prepared.frames)), lang, em.stage)
 
         row.download_button(
             label, data=data, file_name=f"{stem}-steps.{fmt}", mime=ex.MIME[fmt], key=f"{key}-dl-steps-{fmt}",

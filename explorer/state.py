@@ -14,7 +14,9 @@ does not run again. A weight file's modification time is part of every key, so w
 seed checkpoint appears (or is retrained), the next page load uses it.
 
 Hosting: at most ``MAX_CONCURRENT_RUNS`` forward passes run at once in the process (others wait
-their turn, so a burst of visitors queues instead of exhausting memory); with
+their turn, so a burst of visitors queues instead of exhausting memory; the number follows the CPUs the
+container may use: model/limits.py ``run_slots``), the logit lens and patching at most all but one of
+them, each page within its quota (explorer/quota.py); with
 ``ATTENTION_EXPLORER_HOSTED=1`` only the named models load (never a local path) and error messages
 do not show the server's folders.
 """
@@ -33,11 +35,12 @@ import pyarrow as pa
 import streamlit as st
 
 import model
-from explorer import fastpath, inputs, memory
+from explorer import failures, fastpath, inputs, memory, quota
 from explorer.views import stages
 from explorer.views.data import (LensData, RunData, induction_scores, lens_data, run_data,
                                 weights_of)
 from explorer.views.trace import TraceData, trace_data
+from model import limits
 from model.registry import SEED_WEIGHTS
 
 RUN_CACHE_ENTRIES = 32
@@ -50,16 +53,26 @@ HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1"
 # its CPU), off on a laptop; ATTENTION_EXPLORER_LEAN_DOWNLOADS=0/1 decides either way
 _lean = os.environ.get("ATTENTION_EXPLORER_LEAN_DOWNLOADS", "").strip().lower()
 LEAN_DOWNLOADS = _lean in ("1", "true", "yes", "on") if _lean else HOSTED
-# one forward pass per core (torch runs each on one thread here); ATTENTION_EXPLORER_MAX_RUNS overrides
-MAX_CONCURRENT_RUNS = max(1, int(os.environ.get("ATTENTION_EXPLORER_MAX_RUNS") or min(os.cpu_count() or 1, 4)))
+# one forward pass per CPU the process may use (torch runs each on one thread here): its affinity, bounded
+# by the container's CPU quota (cgroup v2 cpu.max or v1 cfs quota/period, rounded up), at most 4;
+# ATTENTION_EXPLORER_MAX_RUNS overrides (model/limits.py: run_slots)
+MAX_CONCURRENT_RUNS = limits.run_slots()
 _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
+# the logit lens and patching (seconds each) take at most all the slots but one: however many pages ask for
+# them, a plain run (a learner's click, a new sentence) always finds a slot within one forward pass
+ANALYSIS_SLOTS = max(1, MAX_CONCURRENT_RUNS - 1)
+_ANALYSIS_SLOTS = threading.BoundedSemaphore(ANALYSIS_SLOTS)
+for _kind in quota.DEFAULTS:  # a malformed ATTENTION_EXPLORER_*_PER_MINUTE fails at start, not on a page
+    quota.limit(_kind)
 
 
 def prepare_process() -> None:
     """Once per server process (idempotent): glibc keeps freed memory for the next run
-    (explorer/memory.py) and shared figures are sent from memory (explorer/fastpath.py)."""
+    (explorer/memory.py), shared figures are sent from memory (explorer/fastpath.py) and a refused or
+    failed download says why under its button (explorer/failures.py)."""
     memory.tune()
     fastpath.install()
+    failures.install()
 
 
 def _hide_paths(text: str) -> str:
@@ -374,12 +387,15 @@ ANALYSIS_CACHE_ENTRIES = 8
 @st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
 def _lens(name: str, stamp: float | None, texts: tuple[str, ...], sentence: int, _run: RunData) -> LensData:
     m, _ = _load(name, stamp)
-    with _RUN_SLOTS:  # a cache hit never waits here
+    # a cache hit never gets here: it costs no quota and never waits for a slot
+    with quota.spend("lens"), _ANALYSIS_SLOTS, _RUN_SLOTS:
         return lens_data(m, _run, sentence)
 
 
 def lens(name: str, texts: list[str], run: RunData, sentence: int) -> LensData:
-    """The logit lens of one sentence of the run (cached by model, sentences and sentence)."""
+    """The logit lens of one sentence of the run (cached by model, sentences and sentence). Computing
+    one (not a cache hit) is within the page's quota where quotas apply: ``quota.Refused`` says when to
+    try again (explorer/quota.py)."""
     return _lens(name, weights_stamp(name), tuple(texts), int(sentence), run)
 
 
@@ -415,7 +431,8 @@ def patch_bound() -> int | None:
 
 def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progress=None, cancel=None):
     """``model.patching.patch`` of ``clean`` against ``corrupted`` (cached): ``kind`` "positions" (the
-    stream of stack ``where``) or "heads" (the hook_z of block ``where``); bounded when hosted."""
+    stream of stack ``where``) or "heads" (the hook_z of block ``where``); bounded when hosted. Running
+    one (not a cache hit) is within the page's quota where quotas apply (``quota.Refused``)."""
     from model import patching as mp
 
     stamp, bound = weights_stamp(name), patch_bound()
@@ -423,7 +440,7 @@ def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progr
     def make():
         m, _ = _load(name, stamp)
         where_kw = {"stack": where} if kind == "positions" else {"block": where}
-        with _RUN_SLOTS:
+        with quota.spend("patching"), _ANALYSIS_SLOTS, _RUN_SLOTS:
             return mp.patch(m, clean, corrupted, kind, max_forwards=bound, progress=progress, cancel=cancel,
                             **where_kw)
 

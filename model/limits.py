@@ -13,9 +13,11 @@ exporter or a future ``generate_with_cache`` by calling the same two methods.
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import memory
 from .errors import InputTooLong, RunTooLarge
@@ -120,3 +122,101 @@ def check_memory(info, n_sentences: int, n_tokens: int, names: Iterable[str] = (
             f"Run fewer or shorter sentences, ask for fewer hook names, or set {memory.BUDGET_ENV} "
             f"(megabytes)", estimate=need, budget=allowed)
     return need
+
+
+# --- run slots: how many forward passes one process runs at once ------------------------------------
+# One per CPU the process may really use: its affinity, bounded by the container's CPU quota (a pod with
+# `limits.cpu: 2` on a 64-core node has 2, not 64), at most MAX_RUNS_CAP; ATTENTION_EXPLORER_MAX_RUNS
+# overrides. os.cpu_count() counts the node's cores, which a quota does not give.
+MAX_RUNS_ENV = "ATTENTION_EXPLORER_MAX_RUNS"
+MAX_RUNS_CAP = 4
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_dirs(root: Path, proc_cgroup: Path, controller: str | None) -> list[Path]:
+    """The directories whose limits apply to this process: its own cgroup (``/proc/self/cgroup``,
+    v2 when ``controller`` is None, else the v1 line naming it) and every ancestor up to ``root``,
+    and ``root`` itself (inside a container's cgroup namespace the process's cgroup *is* the root)."""
+    rel = None
+    try:
+        for line in proc_cgroup.read_text().splitlines():
+            num, _, rest = line.partition(":")
+            names, _, path = rest.partition(":")
+            if (controller is None and num == "0" and names == "") or (
+                    controller is not None and controller in names.split(",")):
+                rel = path
+                break
+    except OSError:
+        pass
+    dirs = [root]
+    if rel and rel.strip("/"):
+        parts = [p for p in rel.strip("/").split("/") if p not in ("", ".", "..")]
+        dirs += [root.joinpath(*parts[:i]) for i in range(1, len(parts) + 1)]
+    return [d for d in dirs if d.is_dir()]
+
+
+def cgroup_cpus(root: str | Path = CGROUP_ROOT, proc_cgroup: str | Path = "/proc/self/cgroup") -> float | None:
+    """The CPUs this process may use by its cgroup's CPU quota (quota / period; the smallest over its
+    cgroup and their parents), or None when there is no quota or it cannot be read.
+
+    cgroup v2: ``cpu.max`` ("max 100000" = none, "200000 100000" = 2 CPUs). cgroup v1:
+    ``cpu.cfs_quota_us`` (-1 = none) over ``cpu.cfs_period_us``, in the ``cpu`` (or ``cpu,cpuacct``)
+    hierarchy."""
+    root, proc_cgroup = Path(root), Path(proc_cgroup)
+    found: list[float] = []
+    for d in _cgroup_dirs(root, proc_cgroup, None):  # v2
+        try:
+            fields = (d / "cpu.max").read_text().split()
+        except OSError:
+            continue
+        try:
+            if fields and fields[0] != "max":
+                period = int(fields[1]) if len(fields) > 1 else 100_000
+                if int(fields[0]) > 0 and period > 0:
+                    found.append(int(fields[0]) / period)
+        except ValueError:
+            continue
+    if found:
+        return min(found)
+    for mount in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):  # v1
+        base = root / mount
+        if not base.is_dir():
+            continue
+        for d in _cgroup_dirs(base, proc_cgroup, "cpu"):
+            try:
+                quota = int((d / "cpu.cfs_quota_us").read_text().strip())
+                period = int((d / "cpu.cfs_period_us").read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if quota > 0 and period > 0:
+                found.append(quota / period)
+        if found:
+            return min(found)
+    return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may be scheduled on (its affinity; os.cpu_count() where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def run_slots(environ=None, *, quota: float | None | str = "read", cpus: int | None = None,
+              cap: int = MAX_RUNS_CAP) -> int:
+    """How many forward passes run at once: ``ATTENTION_EXPLORER_MAX_RUNS`` when set (at least 1);
+    else ``min(cpus, ceil(quota), cap)``: ``cpus`` the affinity's count (``usable_cpus``), ``quota``
+    the cgroup's CPUs (``cgroup_cpus``; None = no quota). At least 1."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(MAX_RUNS_ENV) or "").strip()
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError:
+            raise ValueError(f"{MAX_RUNS_ENV}={raw!r} is not a whole number of runs") from None
+    n = usable_cpus() if cpus is None else int(cpus)
+    limit = cgroup_cpus() if quota == "read" else quota
+    if limit is not None:
+        n = min(n, math.ceil(limit))
+    return max(1, min(n, cap))

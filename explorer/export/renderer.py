@@ -6,6 +6,12 @@ first export and kept warm for the rest of the process; figures to PNG/SVG/PDF b
 
 When chromium is missing every image export raises ``ExportUnavailable`` with the command that
 installs it; CSV export keeps working.
+
+Chromium starts with a scrubbed environment (``browser_env``): only what it and the small Python wrapper
+that starts it need (PATH, HOME, TMPDIR, the locale, fontconfig's and XDG's folders, the interpreter's
+PYTHONPATH), never the server's secrets (the access code, the cookie secret, tokens). kaleido's browser
+(choreographer's ``Chromium``) would pass ``os.environ.copy()``; the renderer gives kaleido a subclass
+whose ``get_env`` returns ``browser_env()`` instead (``_chromium_class``).
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -59,6 +66,42 @@ BROWSER_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "goog
                       "google-chrome-stable")
 RENDER_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 60.0
+
+
+# What the export browser is given of the server's environment (an allow-list: anything else, the
+# access code and cookie secret included, stays out); LC_* variables are passed too.
+BROWSER_ENV = ("PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ", "FONTCONFIG_FILE", "FONTCONFIG_PATH",
+               "FONTCONFIG_SYSROOT", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_DATA_DIRS",
+               "XDG_RUNTIME_DIR", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE",
+               "VIRTUAL_ENV", "BROWSER_PATH")
+
+
+def browser_env(environ=None) -> dict[str, str]:
+    """The environment chromium starts with: the allowed variables of ``environ`` (os.environ), and a
+    PATH and TMPDIR always (a read-only root filesystem keeps its writable folder in TMPDIR)."""
+    env = os.environ if environ is None else environ
+    out = {k: env[k] for k in BROWSER_ENV if env.get(k)}
+    out.update({k: v for k, v in env.items() if k.startswith("LC_") and v})
+    out.setdefault("PATH", os.defpath)
+    out.setdefault("TMPDIR", tempfile.gettempdir())
+    return out
+
+
+def _chromium_class():
+    """choreographer's Chromium, started with ``browser_env()`` instead of a copy of ``os.environ``."""
+    try:
+        from choreographer.browsers.chromium import Chromium
+    except ImportError:
+        Chromium = None
+    if Chromium is None or not hasattr(Chromium, "get_env"):
+        raise ExportUnavailable("This kaleido cannot start chromium with a scrubbed environment (the "
+                                "server's secrets would reach the browser).", install="pip install 'kaleido==1.5.0'")
+
+    class ScrubbedChromium(Chromium):
+        def get_env(self):
+            return browser_env()
+
+    return ScrubbedChromium
 
 
 class ExportError(RuntimeError):
@@ -152,7 +195,8 @@ class _Renderer:
         thread = threading.Thread(target=loop.run_forever, name="explorer-export", daemon=True)
         thread.start()
         try:
-            k = _kaleido_class()(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S)
+            k = _kaleido_class()(path=path, n=1, mathjax=False, timeout=RENDER_TIMEOUT_S,
+                                 browser_cls=_chromium_class())
             asyncio.run_coroutine_threadsafe(k.open(), loop).result(START_TIMEOUT_S)
         except Exception as e:
             loop.call_soon_threadsafe(loop.stop)

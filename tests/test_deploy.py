@@ -225,6 +225,9 @@ def balancer(tmp_path):
     assert "server app:8501" in conf and re.search(r"listen 80;", conf)
     conf = conf.replace("server app:8501", f"server 127.0.0.1:{backend.server_address[1]}")
     conf = conf.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    # temporary files in the test's folder (the compiled-in ones need root), as serve.sh does
+    temps = " ".join(f"{d}_temp_path {tmp_path}/{d};" for d in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = conf.replace("http {\n", f"http {{\n    {temps}\n", 1)
     (tmp_path / "nginx.conf").write_text(conf)
     proc = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"),
                              "-g", f"daemon off; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"],

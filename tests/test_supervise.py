@@ -313,6 +313,11 @@ def test_serve_sh_and_deploy_nginx_carry_the_same_supervision_and_bounds(balance
         assert "limit_conn_status 429;" in conf and "limit_req_status 429;" in conf
         assert "rate=30r/m" in conf and "limit_conn ae_conn 8;" in conf
         assert conf.count("burst=20 nodelay") == 2 and "return 429" in conf
+        # closed edges: Streamlit's upload route refused, request bodies bounded (tests/test_deploy.py
+        # sends them through deploy/nginx.conf)
+        assert re.search(r"location \^~ /_stcore/upload_file \{[^}]*return 403", conf)
+        body = re.search(r"client_max_body_size (\d+)k;", conf)
+        assert body and int(body.group(1)) <= 64
     # deploy/nginx.conf is a valid nginx config (the compose service name made local)
     conf = tmp_path / "nginx.conf"
     conf.write_text(deployed.replace("server app:8501", "server 127.0.0.1:9"))

@@ -131,18 +131,19 @@ def remember_shown(fig, df, meta: dict) -> None:
     st.session_state[SHOWN_KEY] = shown
 
 
-def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, **options):
+def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, keyed=None, **options):
     """The callable a download button runs when clicked (in a thread of its own, outside the script):
     the kept file when there is one; else, within the page's export quota, rendered once and kept.
     ``prepare()`` -> the figure to render; ``render(prepared)`` -> bytes; ``cost(prepared)`` -> images
-    it renders. A refusal or a failure raises ``failures.Shown`` with the page's words (the button
-    shows them); a failure's details go to the log under the id it shows."""
+    it renders; ``keyed(prepared)`` -> what identifies the file (default: the figure). A refusal or a
+    failure raises ``failures.Shown`` with the page's words (the button shows them); a failure's
+    details go to the log under the id it shows."""
     sid = quota.session_id()  # the page, known now (the click runs where no page is current)
 
     def data() -> bytes:
         try:
             prepared = prepare()
-            key = figure_key(prepared, fmt, **options)
+            key = figure_key(keyed(prepared) if keyed else prepared, fmt, **options)
             kept = RENDERED.peek(key)
             if kept is not None:
                 return kept
@@ -320,7 +321,8 @@ def animation_downloads(fig, meta: dict, key: str) -> None:
     for fmt, label in (("gif", i18n.t("decoding.gif", lang)), ("pdf", i18n.t("decoding.pdf", lang))):
         data = _deferred(lambda: ex.prepare(fig, em, theme=s["theme"], caption=caption), f"{fmt}-steps",
                          ex.gif_bytes if fmt == "gif" else ex.pdf_pages_bytes,
-                         lambda prepared: max(1, len(prepared.frames)), lang, em.stage)
+                         lambda prepared: max(1, len(prepared.frames)), lang, em.stage,
+                         keyed=ex.step_figures)  # its pages: the same file whatever step the page shows
 
         row.download_button(
             label, data=data, file_name=f"{stem}-steps.{fmt}", mime=ex.MIME[fmt], key=f"{key}-dl-steps-{fmt}",

@@ -42,7 +42,7 @@ QUOTAS_ENV = "ATTENTION_EXPLORER_QUOTAS"
 DEFAULTS = {
     "lens": (6.0, 6.0),  # the logit lens of a new sentence: about a forward pass (2-2.7 s on SmolLM2)
     "patching": (2.0, 2.0),  # one experiment: layers x positions forward passes (7-14 s)
-    "export": (60.0, 60.0),  # rendered images (a PNG: 1; a GIF or PDF of a timeline: 1 per step)
+    "export": (20.0, 40.0),  # rendered images (a PNG: 1; a GIF or PDF of a timeline: 1 per step, up to 40)
 }
 ENV_NAMES = {"lens": "LENS", "patching": "PATCH", "export": "EXPORT_RENDERS"}
 # (kind, busy) -> the words (explorer/i18n.py): "busy" a second one while one runs, else over the rate

@@ -256,6 +256,22 @@ def test_an_export_failure_shows_a_log_id_and_logs_the_details(rendered, caplog)
     assert any(ident in r.getMessage() and r.exc_info and "/opt/secret" in str(r.exc_info[1]) for r in caplog.records)
 
 
+def test_a_timelines_file_is_the_same_whatever_step_the_page_shows():
+    from explorer.export import step_figures
+    from explorer.export.cache import figure_key
+
+    def at_step(step: int, values=(1, 2, 3)) -> go.Figure:  # as the Decoding view: data and slider at the step
+        frames = [go.Frame(data=[go.Bar(y=[v, v])], name=str(i), traces=[0]) for i, v in enumerate(values)]
+        return go.Figure(data=[go.Bar(y=[values[step]] * 2)], frames=frames,
+                         layout={"sliders": [{"active": step, "steps": [{"label": str(i)} for i in range(3)]}]})
+
+    key = figure_key(step_figures(at_step(0)), "gif-steps")
+    assert figure_key(step_figures(at_step(2)), "gif-steps") == key
+    assert figure_key(step_figures(at_step(0, (1, 2, 4))), "gif-steps") != key  # another timeline
+    assert figure_key(step_figures(at_step(0)), "pdf-steps") != key
+    assert figure_key(at_step(0), "gif-steps") != figure_key(at_step(2), "gif-steps")  # the figures differ
+
+
 def test_the_cache_is_bounded_in_bytes():
     from explorer.export.cache import Rendered
 

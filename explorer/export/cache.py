@@ -29,11 +29,14 @@ DEFAULT_CACHE_MB = 64
 MAX_ENTRIES = 256
 
 
-def figure_key(fig: go.Figure, fmt: str, **options) -> str:
-    """What identifies a rendered file: the figure's JSON (frames included), the format, the options."""
+def figure_key(fig: go.Figure | list[go.Figure], fmt: str, **options) -> str:
+    """What identifies a rendered file: the figure's JSON (frames included), or the JSON of each figure
+    of a list (a timeline's pages, explorer/export/frames.py ``step_figures``: the same GIF whatever step
+    the page shows), the format, the options."""
     h = hashlib.sha256()
     h.update(json.dumps([fmt, sorted(options.items())], default=str).encode())
-    h.update(json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder, sort_keys=True).encode())
+    for f in fig if isinstance(fig, list) else [fig]:
+        h.update(json.dumps(f.to_plotly_json(), cls=PlotlyJSONEncoder, sort_keys=True).encode())
     return h.hexdigest()
 
 

@@ -131,6 +131,64 @@ def serve(*args: str, env: dict | None = None, timeout: float = 300):
             r.join(5)
 
 
+async def wrong_codes(port: int, forwarded_for: str, *, seconds: float = 0.0, blast: int = 0) -> list[float]:
+    """One page (a websocket through the balancer, from ``forwarded_for`` behind the trusted proxy)
+    that submits wrong codes: for ``seconds``, each the moment the last is answered (returns the
+    times of the answers), or ``blast`` of them at once without waiting (then returns [])."""
+    import asyncio
+
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from websockets.asyncio.client import connect
+
+    cookie = await asyncio.to_thread(sv._sticky_cookie, f"http://127.0.0.1:{port}/")
+    async with connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"], proxy=None,
+                       origin=f"http://127.0.0.1:{port}", max_size=None,
+                       additional_headers={"Cookie": cookie, "X-Forwarded-For": forwarded_for}) as ws:
+        ids: dict[str, str] = {}
+        page_hash = ""
+
+        async def send(typed: str | None) -> None:
+            back = BackMsg()
+            back.rerun_script.query_string, back.rerun_script.page_script_hash = "lang=en", page_hash
+            if typed is not None:
+                w = back.rerun_script.widget_states.widgets.add()
+                w.id, w.string_value = ids["text_input"], typed
+                w = back.rerun_script.widget_states.widgets.add()
+                w.id, w.trigger_value = ids["button"], True
+            await ws.send(back.SerializeToString())
+
+        async def answered() -> None:
+            nonlocal page_hash
+            while True:
+                m = ForwardMsg()
+                m.ParseFromString(await ws.recv())
+                kind = m.WhichOneof("type")
+                if kind == "new_session":
+                    page_hash = m.new_session.page_script_hash
+                elif kind == "delta" and m.delta.WhichOneof("type") == "new_element":
+                    el = m.delta.new_element
+                    wid = getattr(getattr(el, el.WhichOneof("type")), "id", "")
+                    if isinstance(wid, str) and wid.startswith("$$ID-"):
+                        ids[el.WhichOneof("type")] = wid
+                elif kind == "script_finished" and m.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    return
+
+        await send(None)
+        await answered()
+        for i in range(blast):
+            await send(f"blast-{i}")
+        times: list[float] = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            await send(f"guess-{len(times)}")
+            await answered()
+            times.append(time.monotonic() - t0)
+        if blast:
+            await asyncio.sleep(8)
+        return times
+
+
 def request(port: int, method: str, path: str, *, headers: dict | None = None, body: bytes | None = None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     try:
@@ -185,6 +243,19 @@ def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its
         told = [request(port, "GET", "/", headers={"X-Forwarded-For": "198.51.100.4"})[0] for _ in range(30)]
         assert 429 in told and told[0] == 200
         assert all(request(port, "GET", "/")[0] == 200 for _ in range(30))
+
+        # the pause bounds a page's guesses on the real server: answers after 1 s, 1 s, then 5 s
+        # each (one script thread per session); codes sent without waiting are not compared one by one
+        import asyncio
+
+        times = asyncio.run(wrong_codes(port, "192.0.2.61", seconds=12.0))
+        gaps = [b - a for a, b in zip([0.0] + times, times)]
+        assert 3 <= len(times) <= 4, times
+        assert all(g >= 0.95 for g in gaps[:2]) and all(g >= 4.9 for g in gaps[2:]), gaps
+        asyncio.run(wrong_codes(port, "192.0.2.62", blast=100))
+        with sqlite3.connect(run / "state" / "limits.sqlite3") as db:
+            rows = dict(db.execute("SELECT key, n FROM failures").fetchall())
+        assert rows["addr:192.0.2.61"] == len(times) and rows["addr:192.0.2.62"] <= 3, rows
 
         conf = (run / "nginx.conf").read_text()
         assert "set_real_ip_from 127.0.0.1;" in conf and "real_ip_recursive on;" in conf

@@ -2,6 +2,7 @@
 # Install what Attention Explorer needs on a Debian machine (run from the repository root).
 #   sh scripts/setup.sh          the app: Python packages + chromium and a CJK font for export
 #   sh scripts/setup.sh --dev    the same, plus the test tools
+# Python packages come from requirements.lock / requirements-dev.lock, hashes required.
 # Debian's chromium is used for static export (kaleido) and the browser tests; nothing ever
 # downloads a browser of its own.
 set -e
@@ -19,7 +20,10 @@ if [ -n "$need" ]; then
         echo "note: figure export needs Debian packages:$need (sudo apt-get install -y$need)" >&2
     fi
 fi
-python -m pip install -q --disable-pip-version-check -r requirements.txt
-if [ "${1:-}" = "--dev" ]; then
-    python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-fi
+# The locked tree (scripts/lock.sh makes the lock files from requirements*.txt): every package at its
+# pinned version, each file checked against its sha256 before it is installed. The dev lock holds the
+# app's pins too. The project itself is installed apart: hash mode refuses an editable requirement.
+lock=requirements.lock
+[ "${1:-}" = "--dev" ] && lock=requirements-dev.lock
+python -m pip install -q --disable-pip-version-check --require-hashes -r "$lock"
+python -m pip install -q --disable-pip-version-check --no-deps -e .

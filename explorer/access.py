@@ -96,9 +96,24 @@ MISSING = (
 
 
 def check_required(environ=None) -> None:
-    """Raise SystemExit with a one-paragraph message when a code is required and none is set."""
+    """Raise SystemExit with a one-paragraph message when a code is required and none is set. With
+    a code set, warn (log) when Streamlit's ``runner.fastReruns`` is on: a page can then have a new
+    check start beside one that is still pausing, and the pause no longer bounds its guesses."""
     if required(environ) and not configured(environ):
         raise SystemExit(MISSING.format(require=REQUIRE_ENV, env=ENV))
+    if configured(environ) and _fast_reruns():
+        log.warning("an access code is set but runner.fastReruns is on: wrong codes sent without waiting "
+                    "for their answer are each checked on a thread of their own, so the pause after a wrong "
+                    "code does not bound guessing; run with --runner.fastReruns false (scripts/serve.sh does)")
+
+
+def _fast_reruns() -> bool:
+    try:
+        from streamlit import config  # noqa: PLC0415
+
+        return bool(config.get_option("runner.fastReruns"))
+    except Exception:  # no Streamlit, or its options not loaded: nothing to say
+        return False
 
 
 def _normal(text: str) -> str:

@@ -134,6 +134,20 @@ def test_a_required_code_that_is_missing_stops_the_server_with_a_clear_message()
         access.check_required(env)  # nothing to say
 
 
+def test_a_code_with_fast_reruns_on_is_a_warning_at_start(monkeypatch, caplog):
+    from streamlit import config
+
+    caplog.set_level(logging.WARNING, logger="attention_explorer")
+    monkeypatch.setattr(config, "get_option", lambda key: key == "runner.fastReruns")
+    access.check_required({access.ENV: CODE})
+    assert "runner.fastReruns is on" in caplog.text and CODE not in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(config, "get_option", lambda key: False)
+    access.check_required({access.ENV: CODE})
+    access.check_required({})
+    assert "fastReruns" not in caplog.text
+
+
 def test_every_attempt_is_compared_and_a_right_code_opens_whatever_waits_run():
     limits = access.AddressLimits(store=store.MemoryStore())
     addr = "203.0.113.7"

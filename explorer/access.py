@@ -146,7 +146,13 @@ class AddressLimits:
         return self._store if self._store is not None else _store.shared()
 
     def record(self, address: str | None) -> Backoff:
-        return self.store.get(f"addr:{address}", self.policy) if address else self.policy.fresh()
+        if not address:
+            return self.policy.fresh()
+        try:
+            return self.store.get(f"addr:{address}", self.policy)
+        except Exception as e:  # a store out of reach: no address count, never a page that fails
+            _store_failed(e)
+            return self.policy.fresh()
 
     def wait(self, address: str | None, now: float) -> float:
         return self.record(address).wait(now) if address else 0.0
@@ -154,13 +160,28 @@ class AddressLimits:
     def failed(self, address: str | None, now: float) -> float:
         if not address:
             return 0.0
-        return self.store.failed(f"addr:{address}", now, self.policy).wait(now)
+        try:
+            return self.store.failed(f"addr:{address}", now, self.policy).wait(now)
+        except Exception as e:
+            _store_failed(e)
+            return 0.0
 
     def clear(self) -> None:
         self.store.clear()
 
 
 ADDRESSES = AddressLimits()
+_last_store_error = [-math.inf]
+
+
+def _store_failed(e: Exception) -> None:
+    """Log that the shared store failed (at most once a minute): the session's count and the pause
+    still hold; only the address's count is missing meanwhile."""
+    now = time.monotonic()
+    if now - _last_store_error[0] >= 60:
+        _last_store_error[0] = now
+        log.error("access limits: the shared store failed (%s: %s); counting per session only until it answers",
+                  type(e).__name__, str(e)[:200])
 
 
 def attempt(given, code: str, session: Backoff, address: str | None, now: float,

@@ -3,15 +3,22 @@
 Two store objects on one SQLite file, and other processes, see each other's counts; counts made
 at once by threads and processes are never lost; the file is in WAL mode and private; rows are
 forgotten after their time; where the folder comes from; a folder that cannot be written gives a
-per-process memory store; the access limits of explorer/access.py read and write through it."""
+per-process memory store; the access limits of explorer/access.py read and write through it. The
+Redis backend against a real redis-server (Debian's, started by the test): the same answers, shared
+between processes, atomic, keys that expire, a restarted server, and a server out of reach that
+costs the address's count only, never a right code."""
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import socket
 import sqlite3
 import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,10 +31,10 @@ POLICY = store.Backoff(free=30, base=2.0, cap=300.0, forget=3600.0)
 CHILD = """
 import os, sys, time
 from explorer import store
-s = store.SQLiteStore(sys.argv[1])
+s = store.RedisStore(sys.argv[1]) if sys.argv[1].startswith("redis://") else store.SQLiteStore(sys.argv[1])
 policy = store.Backoff(free=30, base=2.0, cap=300.0, forget=3600.0)
 n = int(sys.argv[3])
-go = sys.argv[1] + ".go"
+go = sys.argv[5] if len(sys.argv) > 5 else sys.argv[1] + ".go"
 print("ready", flush=True)
 while len(sys.argv) > 4 and not os.path.exists(go):  # start together with the others
     time.sleep(0.005)
@@ -37,8 +44,9 @@ print(s.get(sys.argv[2], policy).failures)
 """
 
 
-def child(path: Path, key: str, n: int, together: bool = False) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(path), key, str(n)] + (["go"] if together else []),
+def child(path, key: str, n: int, together: bool = False, go: Path | None = None) -> subprocess.Popen:
+    extra = (["go"] if together else []) + ([str(go)] if go else [])
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(path), key, str(n)] + extra,
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -136,11 +144,116 @@ def test_the_access_limits_of_two_replicas_share_one_file(tmp_path, monkeypatch)
     assert access.AddressLimits().store.path == tmp_path / "env" / store.FILENAME
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_both_backends_answer_the_same(tmp_path, kind):
-    s = store.MemoryStore() if kind == "memory" else store.SQLiteStore(tmp_path / store.FILENAME)
-    seen = [s.failed("k", float(t), POLICY).wait(float(t)) for t in range(0, 40)]
-    assert seen[:29] == [0.0] * 29 and seen[29:32] == [2.0, 4.0, 8.0]
-    assert s.get("k", POLICY).failures == 40
+# --- Redis: a real server ------------------------------------------------------------------------------
+
+REDIS = shutil.which("redis-server")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """``redis-server`` on a free loopback port, nothing saved to disk, stopped at the end."""
+
+    def __init__(self, tmp: Path, password: str = "pw-for-tests"):
+        self.port, self.password, self.tmp = _free_port(), password, tmp
+        self.url = f"redis://:{password}@127.0.0.1:{self.port}/2"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "RedisServer":
+        self.proc = subprocess.Popen([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--requirepass", self.password, "--dir", str(self.tmp)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    if REDIS is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    srv = RedisServer(tmp_path).start()
+    yield srv
+    srv.stop()
+
+
+def test_redis_stores_and_other_processes_share_counts_atomically(redis_server, tmp_path):
+    a, b = store.RedisStore(redis_server.url), store.RedisStore(redis_server.url)
+    a.failed("addr:203.0.113.7", 100.0, POLICY)
+    assert b.get("addr:203.0.113.7", POLICY).failures == 1
+    go = tmp_path / "go"
+    procs = [child(redis_server.url, "addr:x", 1000, together=True, go=go) for _ in range(3)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    threads = [threading.Thread(target=lambda: [a.failed("addr:x", 100.0, POLICY) for _ in range(300)])
+               for _ in range(2)]
+    go.touch()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert b.get("addr:x", POLICY).failures == 3 * 1000 + 2 * 300
+    assert len(b) == 2
+    b.clear("addr:x")
+    assert a.get("addr:x", POLICY).failures == 0 and len(a) == 1
+    a.clear()
+    assert len(b) == 0
+
+
+def test_redis_keys_expire_after_their_time_and_a_restarted_server_is_reconnected(redis_server):
+    s = store.RedisStore(redis_server.url)
+    short = store.Backoff(free=30, base=2.0, cap=300.0, forget=1.5)
+    s.failed("addr:gone", time.time(), short)
+    ttl = s._call("PTTL", s.prefix + "addr:gone")
+    assert 0 < ttl <= 1500  # forgotten by Redis itself, no sweep needed
+    time.sleep(1.7)
+    assert s.get("addr:gone", short).failures == 0 and len(s) == 0
+    redis_server.stop()  # the server restarts: its scripts and counts are gone
+    redis_server.start()
+    assert s.failed("addr:back", 10.0, POLICY).failures == 1  # the next call reconnects and reloads the script
+
+
+def test_a_redis_out_of_reach_costs_the_address_count_only(caplog):
+    caplog.set_level(logging.ERROR, logger="attention_explorer")
+    limits = access.AddressLimits(store=store.RedisStore(f"redis://127.0.0.1:{_free_port()}"))
+    assert limits.wait("203.0.113.7", 0.0) == 0.0 and limits.failed("203.0.113.7", 0.0) == 0.0
+    session = access.SESSION.fresh()
+    assert access.attempt("guess", "the code", session, "203.0.113.7", 0.0, limits) == ("wrong", access.WRONG_DELAY)
+    assert access.attempt("the code", "the code", session, "203.0.113.7", 0.0, limits) == ("granted", 0.0)
+    assert "the shared store failed" in caplog.text
+    assert store.open_store({store.REDIS_ENV: "redis://127.0.0.1:1/0"}).kind == "redis"
+    with pytest.raises(ValueError):
+        store.RedisStore("http://127.0.0.1:6379")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_every_backend_answers_the_same(tmp_path, kind, request):
+    if kind == "redis":
+        s = store.RedisStore(request.getfixturevalue("redis_server").url)
+    else:
+        s = store.MemoryStore() if kind == "memory" else store.SQLiteStore(tmp_path / store.FILENAME)
+    now = 1_764_000_000.0  # wall-clock seconds, as the app counts
+    seen = [s.failed("k", now + t, POLICY).wait(now + t) for t in range(0, 40)]
+    assert seen[:29] == [0.0] * 29 and seen[29:32] == [2.0, 4.0, 8.0] and seen[-1] == 300.0
+    b = s.get("k", POLICY)
+    assert b.failures == 40 and b.last == now + 39 and b.wait(now + 39.25) == 299.75
+    assert s.failed("k", now + 39 + 3601, POLICY).failures == 1  # an hour quiet: a fresh count
     s.clear()
     assert s.get("k", POLICY).failures == 0

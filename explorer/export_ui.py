@@ -26,6 +26,8 @@ import hashlib
 import logging
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import replace
 
 import streamlit as st
@@ -42,6 +44,15 @@ _PREWARM_ENV = "ATTENTION_EXPLORER_PREWARM_EXPORT"
 _prewarm_lock = threading.Lock()
 _prewarmed = False
 log = logging.getLogger("attention_explorer.export")
+# Two buttons clicked at once prepare the same shared figure in two threads: plotly's copy of a figure
+# (go.Figure(fig), validators shared by every figure) is not safe to run twice at once (seen: "Invalid property
+# 'coloraxis' for Scatter" from the GIF and PDF of one timeline); preparing is short, so one at a time.
+_PREPARE_LOCK = threading.Lock()
+# (id of the page's figure, what prepare() adds, format, options) -> (that figure, the file's key): a shared
+# figure's key is hashed once (a 25-step timeline's pages: ~1 s), not on every click; a weak reference to the
+# figure tells whether the id is still that figure's (never keeping a figure alive)
+_KEYS: OrderedDict = OrderedDict()
+_KEYS_MAX = 128
 
 
 def _t(lang: str, key: str, **kw) -> str:
@@ -131,22 +142,37 @@ def remember_shown(fig, df, meta: dict) -> None:
     st.session_state[SHOWN_KEY] = shown
 
 
-def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, keyed=None, **options):
+def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, keyed=None, ident=None, **options):
     """The callable a download button runs when clicked (in a thread of its own, outside the script):
     the kept file when there is one; else, within the page's export quota, rendered once and kept.
     ``prepare()`` -> the figure to render; ``render(prepared)`` -> bytes; ``cost(prepared)`` -> images
-    it renders; ``keyed(prepared)`` -> what identifies the file (default: the figure). A refusal or a
+    it renders; ``keyed(prepared)`` -> what identifies the file (default: the figure); ``ident``: (the
+    page's figure, what prepare adds to it), to hash a figure's file key once. A refusal or a
     failure raises ``failures.Shown`` with the page's words (the button shows them); a failure's
     details go to the log under the id it shows."""
     sid = quota.session_id()  # the page, known now (the click runs where no page is current)
 
     def data() -> bytes:
         try:
-            prepared = prepare()
-            key = figure_key(keyed(prepared) if keyed else prepared, fmt, **options)
+            memo = None if ident is None else (id(ident[0]), *ident[1:], fmt, tuple(sorted(options.items())))
+            with _PREPARE_LOCK:
+                known = _KEYS.get(memo) if memo is not None else None
+                if known is not None and known[0]() is ident[0]:
+                    _KEYS.move_to_end(memo)
+                    key, prepared = known[1], None
+                else:
+                    prepared = prepare()
+                    key = figure_key(keyed(prepared) if keyed else prepared, fmt, **options)
+                    if memo is not None:
+                        _KEYS[memo] = (weakref.ref(ident[0]), key)
+                        while len(_KEYS) > _KEYS_MAX:
+                            _KEYS.popitem(last=False)
             kept = RENDERED.peek(key)
             if kept is not None:
                 return kept
+            if prepared is None:  # a key known, its file since dropped: prepared again
+                with _PREPARE_LOCK:
+                    prepared = prepare()
             with quota.flight("export", session=sid):
                 if RENDERED.peek(key) is None:
                     quota.charge("export", cost(prepared), session=sid)
@@ -154,8 +180,8 @@ def _deferred(prepare, fmt: str, render, cost, lang: str, what: str, keyed=None,
         except quota.Refused as e:
             raise failures.Shown(e.message(lang)) from None
         except Exception:
-            ident = failures.logged(log, "%s export of %s failed", fmt, what)
-            raise failures.Shown(i18n.t("export_error", lang, id=ident)) from None
+            log_id = failures.logged(log, "%s export of %s failed", fmt, what)
+            raise failures.Shown(i18n.t("export_error", lang, id=log_id)) from None
 
     return data
 
@@ -178,7 +204,7 @@ def figure_downloads(fig, df, meta: dict, key: str):
         scale = s["scale"] if fmt == "png" else 1  # vector formats ignore it (renderer.figure_bytes)
         data = _deferred(lambda: ex.prepare(fig, em, theme=s["theme"], caption=caption), fmt,
                          lambda prepared, fmt=fmt, scale=scale: ex.figure_bytes(prepared, fmt, scale=scale),
-                         lambda prepared: 1, lang, em.stage, scale=scale)
+                         lambda prepared: 1, lang, em.stage, ident=(fig, em, s["theme"], caption), scale=scale)
 
         row.download_button(
             fmt.upper(), data=data, file_name=f"{stem}.{fmt}", mime=ex.MIME[fmt],
@@ -322,7 +348,8 @@ def animation_downloads(fig, meta: dict, key: str) -> None:
         data = _deferred(lambda: ex.prepare(fig, em, theme=s["theme"], caption=caption), f"{fmt}-steps",
                          ex.gif_bytes if fmt == "gif" else ex.pdf_pages_bytes,
                          lambda prepared: max(1, len(prepared.frames)), lang, em.stage,
-                         keyed=ex.step_figures)  # its pages: the same file whatever step the page shows
+                         keyed=ex.step_figures,  # its pages: the same file whatever step the page shows
+                         ident=(fig, em, s["theme"], caption))
 
         row.download_button(
             label, data=data, file_name=f"{stem}-steps.{fmt}", mime=ex.MIME[fmt], key=f"{key}-dl-steps-{fmt}",

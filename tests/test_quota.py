@@ -242,6 +242,22 @@ def test_a_kept_file_is_free_even_past_the_quota_and_a_new_one_is_refused(render
     assert kept() == b"x" * 10 and len(calls) == 1
 
 
+def test_a_kept_figures_key_is_made_once_not_on_every_click(rendered):
+    from explorer import export_ui
+
+    fig, prepared = timeline(), []
+
+    def prepare():
+        prepared.append(1)
+        return fig
+
+    data = export_ui._deferred(prepare, "gif-steps", lambda f: b"GIF", lambda f: 1, "en", "d", ident=(fig, "meta"))
+    assert [data(), data(), data()] == [b"GIF"] * 3 and len(prepared) == 1
+    other = timeline()  # another figure object (another id): its own key
+    export_ui._deferred(lambda: other, "gif-steps", lambda f: b"GIF2", lambda f: 1, "en", "d", ident=(other, "meta"))()
+    assert len(export_ui._KEYS) >= 2
+
+
 def test_an_export_failure_shows_a_log_id_and_logs_the_details(rendered, caplog):
     from explorer import export_ui
 

@@ -18,17 +18,21 @@ app is exactly as without this module. The variable is read on every call, never
   (``ADDRESSES``: 30 free, then 2 s doubling up to 5 min; forgotten an hour after the last wrong
   code), and is answered only after a pause: ``WRONG_DELAY`` (1 s), or ``WAIT_DELAY`` (5 s, at
   most the rest of the wait) while a wait of the session or its address runs. A session runs one
-  check at a time (scripts/serve.sh runs Streamlit with ``runner.fastReruns`` off), so the pause
-  bounds the guesses a page can make: at most 720 an hour once a wait runs (README: the bound per
-  address and why a generated code makes guessing hopeless).
-- **Shared by the replicas of a host**: the address counts live in ``explorer.store`` (SQLite in
-  ``$ATTENTION_EXPLORER_STATE_DIR``), so a new websocket, a reload, or a request sent to another
-  replica (the ``ae_replica`` cookie) meets the same count.
+  check at a time when Streamlit's ``runner.fastReruns`` is off (scripts/serve.sh sets it; with it
+  on, ``check_required`` logs a warning), so the pause bounds the guesses a page can make: at most
+  720 an hour once a wait runs (README: the bound per address, and why a generated code makes
+  guessing hopeless).
+- **Shared by the replicas**: the address counts live in ``explorer.store`` (SQLite in
+  ``$ATTENTION_EXPLORER_STATE_DIR`` for one host, Redis for several), so a new websocket, a
+  reload, or a request sent to another replica (the ``ae_replica`` cookie) meets the same count. A
+  store out of reach costs the address's count only (logged), never a page or a right code.
 - **The client address**: the connection's peer, unless that peer is a configured proxy
   (``ATTENTION_EXPLORER_TRUSTED_PROXIES``: addresses or CIDR ranges, comma-separated; default
   none; scripts/serve.sh sets 127.0.0.1, its nginx): then the rightmost address of
   ``X-Forwarded-For`` that is not a trusted proxy. IPv6 clients are counted per /64 (one
-  household or host), IPv4 per address.
+  household or host), IPv4 per address. (Streamlit's server, uvicorn, already replaces a
+  127.0.0.1 peer by its X-Forwarded-For client before the app sees it: uvicorn's
+  ``FORWARDED_ALLOW_IPS``.)
 - **Never kept, never shown**: the input is a password field inside a form whose key is not in
   the app's URL state; the callback that checks it removes the widget's value from the session
   before anything else (the form clears the field in the browser), and only the boolean

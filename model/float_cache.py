@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -223,6 +224,22 @@ def check_stop() -> None:
 
 
 # --- writing -----------------------------------------------------------------------------------
+HOLD_ENV = "ATTENTION_EXPLORER_TEST_HOLD_WRITE"  # tests only: a path (see _hold)
+HOLD_S = 120.0  # the longest a held write waits before it goes on
+
+
+def _hold(marker: str) -> None:
+    """A test hook: a write that has begun (its temporary file open, the header written) creates
+    ``marker``, then waits until the process is asked to stop (Ctrl-C raises here; at exit
+    ``check_stop`` does), for at most HOLD_S. A signal sent once ``marker`` exists therefore arrives
+    while the write is in progress (tests/test_faults.py). Unset, ``_write_file`` never calls it."""
+    Path(marker).write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + HOLD_S
+    while not _stop.wait(0.05) and time.monotonic() < deadline:
+        pass
+    check_stop()
+
+
 def _write_chunk(f, data: memoryview) -> None:
     f.write(data)
 
@@ -246,9 +263,13 @@ def _write_file(tmp: Path, state: Mapping[str, torch.Tensor], metadata: Mapping[
     placeholder = {**metadata, DIGEST_KEY: "0" * 64}
     header = _header(state, placeholder)
     digest = hashlib.sha256()
+    hold = os.environ.get(HOLD_ENV)  # once per file: nothing inside the loop below
     with open(tmp, "wb") as f:
         f.write(len(header).to_bytes(8, "little"))
         f.write(header)
+        if hold:
+            f.flush()
+            _hold(hold)
         for name in sorted(state):
             data = memoryview(state[name].numpy()).cast("B")
             for i in range(0, len(data), CHUNK):

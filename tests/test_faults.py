@@ -467,9 +467,9 @@ def test_concurrent_first_loads_in_threads_convert_once(reference, monkeypatch):
     assert len(results) == 3 and all(torch.equal(r, ref) for r in results.values())
 
 
-def child(script: str, *args, **popen) -> subprocess.Popen:
+def child(script: str, *args, extra_env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
     """A Python process running ``script`` (this repository's code first on its path)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **(extra_env or {})}
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
                             env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
@@ -510,20 +510,14 @@ def test_concurrent_first_loads_in_processes_convert_once(tmp_path, reference):
     assert float_cache.temporaries(llama.converted_path(path)) == []
 
 
+# The child's write is held (model/float_cache.py, ATTENTION_EXPLORER_TEST_HOLD_WRITE): it creates a
+# marker once its temporary file is open, then waits until the process is asked to stop. A signal sent
+# after the marker appears arrives during the write, however late the parent gets to send it (before,
+# a write slowed to ~6 s raced the parent: under load the signal came after it and "loaded" was printed).
 WRITER = """
     import signal, sys, threading, time
     import model
-    from model import float_cache
     gguf, mode = sys.argv[1:3]
-    float_cache.CHUNK = 1024
-    real = float_cache._write_chunk
-    def slow(f, data):  # a slow disk: about 8 s for the tiny model's cache
-        if not getattr(slow, "said", False):
-            slow.said = True
-            print("writing", flush=True)
-        time.sleep(0.05)
-        real(f, data)
-    float_cache._write_chunk = slow
     if mode == "streamlit":  # Streamlit's way: SIGTERM stops the server, the main thread exits
         signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
         t = threading.Thread(target=model.load, args=(gguf,), daemon=True)
@@ -537,9 +531,17 @@ WRITER = """
 
 
 def start_writing(path: Path, mode: str) -> subprocess.Popen:
-    p = child(WRITER, path, mode)
-    line = p.stdout.readline().strip()
-    assert line == "writing", p.stderr.read()[-2000:]
+    """A child whose cache write has begun and is held (until it is signalled, at most 120 s)."""
+    marker = path.parent / f"writing-{mode}"
+    marker.unlink(missing_ok=True)
+    p = child(WRITER, path, mode, extra_env={float_cache.HOLD_ENV: str(marker)})
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            out, err = p.communicate()
+            pytest.fail(f"the child never began its write (exit {p.returncode}): {out[-500:]} {err[-2000:]}")
+        time.sleep(0.02)
     return p
 
 

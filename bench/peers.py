@@ -6,10 +6,11 @@
     python -m bench peers --malloc default             # the project side with glibc's malloc defaults
     python -m bench peers --models gemma3,gpt2-random,qwen-random --only parity   # the families (issues 24, 25)
 
-The peers run in a throwaway virtual environment (``--venv``, default /tmp/peers-venv), made as
-scripts/make_parity_fixtures.py makes its own: ``--system-site-packages`` so the installed torch is
-reused (pinned by a constraints file, pip never replaces it), the pinned transformers and
-accelerate of that script, transformer-lens and bertviz. The project never depends on any of them.
+The peers run in a throwaway virtual environment (``--venv``, default /tmp/peers-venv) that sees
+the packages of the interpreter running the bench after its own (``new_venv``: a venv's, when bench
+runs from one), so the installed torch and gguf are reused (torch pinned by a constraints file, pip
+never replaces it), plus the pinned transformers and accelerate of scripts/make_parity_fixtures.py,
+transformer-lens and bertviz. The project never depends on any of them.
 No hub download: transformers loads the same fetched files the project loads (the MiniLM folder,
 the SmolLM2 and Gemma 3 GGUFs), and TransformerLens's ``TransformerBridge`` wraps that same loaded model
 (``boot_transformers(folder, hf_model=..., tokenizer=...)``: given the model it reads nothing from
@@ -98,13 +99,51 @@ def pins(only: set[str] | None = None) -> list[str]:
             *([BERTVIZ] if only is None or "payload" in only else [])]
 
 
-def ensure_venv(venv: Path, only: set[str] | None = None) -> Path:
-    """The peers' virtual environment (made once, reused while its pins match)."""
-    import torch
+SITE_PTH = "_attention_explorer_project_site.pth"
+PEERS_NEED = ("torch", "gguf", "tokenizers", "safetensors", "transformers", "accelerate")  # imported by the peers
 
+
+def _site_dirs() -> list[str]:
+    """This interpreter's own package folders (a virtual environment's, when bench runs from one)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return [p for p in dict.fromkeys((paths["purelib"], paths["platlib"])) if os.path.isdir(p)]
+
+
+def new_venv(venv: Path) -> Path:
+    """A venv (made once) that sees this interpreter's packages after its own: its python.
+
+    ``--system-site-packages`` alone gives a venv the *base* interpreter's packages. When bench runs
+    from a virtual environment's interpreter (activated or not), that base lacks the project's
+    packages (gguf: transformers could not read SmolLM2's and Gemma 3's GGUFs; torch: pip would
+    install another). A .pth file in the new venv adds this interpreter's package folders right
+    after the venv's own, so the peers' pins win and torch, gguf and tokenizers are the project's.
+    Standard library only (tests/test_bench_env.py runs it from a bare venv)."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    probe = subprocess.run([str(python), "-c", "import sys, sysconfig; print(sys.version_info[:2]); "
+                            "print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError(f"the peers' venv {venv} does not run ({probe.returncode}): {probe.stderr[-1500:]}")
+    version, purelib = probe.stdout.splitlines()[:2]
+    if version != str(sys.version_info[:2]):
+        raise RuntimeError(f"the peers' venv {venv} is Python {version}, this one {tuple(sys.version_info[:2])}: "
+                           f"delete it (or pass --venv elsewhere) and it is made again from this interpreter")
+    dirs = _site_dirs()
+    # a .pth line that starts with "import" runs (one statement list; a comprehension would not see `site`)
+    (Path(purelib) / SITE_PTH).write_text("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+    return python
+
+
+def ensure_venv(venv: Path, only: set[str] | None = None) -> Path:
+    """The peers' virtual environment (made once, reused while its pins match), with this
+    interpreter's packages (``new_venv``). A venv that still cannot import what the peers need is
+    an error naming the module and the cause, before any measurement."""
+    import torch
+
+    python = new_venv(venv)
     wanted = pins(only)
     check = ("import importlib.metadata as m; print(' '.join(f'{n}=={m.version(n)}' for n in "
              f"{[p.split('==')[0] for p in wanted]!r}))")
@@ -113,6 +152,16 @@ def ensure_venv(venv: Path, only: set[str] | None = None) -> Path:
         constraints = venv / "constraints.txt"  # pip must never replace the project's torch
         constraints.write_text(f"torch=={torch.__version__.split('+')[0]}\n")
         subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", str(constraints), *wanted], check=True)
+    needed = ("import importlib, sys\nfor n in sys.argv[1:]:\n    importlib.import_module(n)\n"
+              "import torch; print(torch.__version__)")
+    got = subprocess.run([str(python), "-c", needed, *PEERS_NEED], capture_output=True, text=True)
+    if got.returncode != 0 or got.stdout.strip() != torch.__version__:
+        why = (got.stderr.strip().splitlines() or ["?"])[-1] if got.returncode else \
+            f"its torch is {got.stdout.strip()}, this interpreter's {torch.__version__}"
+        raise RuntimeError(f"the peers' venv {venv} ({python}) cannot run the peers: {why}. It sees this "
+                           f"interpreter's packages ({sys.executable}: {', '.join(_site_dirs())}) through "
+                           f"{SITE_PTH}; install the project's packages there (sh scripts/setup.sh) or delete "
+                           f"{venv} to make it again")
     return python
 
 

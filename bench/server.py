@@ -43,6 +43,36 @@ SENTENCES = [
 ]
 
 
+def interpreter_env(env: dict | None = None) -> dict[str, str]:
+    """The environment for a child that runs this project's Python (serve.sh and its replicas, a
+    streamlit server): this interpreter passed through. ``PYTHON`` is the interpreter serve.sh runs
+    for every python it starts, and this interpreter's folder comes first on PATH (belt and braces,
+    for anything that runs a bare ``python``). Started by a virtual environment's interpreter without
+    activating it, the replicas then run that environment's Python, not whichever ``python`` PATH
+    finds first ("No module named streamlit"). The folder is the one ``sys.executable`` names, not
+    the file it links to: a venv's ``bin/python`` links to the base interpreter, without the venv's
+    packages. ``env`` (the caller's) wins."""
+    here = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    return {**os.environ, "PYTHON": sys.executable, "PATH": here + (os.pathsep + path if path else ""),
+            **(env or {})}
+
+
+def tail(path: str | Path, n: int = 40, limit: int = 256 << 10) -> str:
+    """The last ``n`` lines of a log file that a child writes, read by its name (at most its last
+    ``limit`` bytes). Nothing is flushed: the parent never writes to these files, and the file object
+    may be closed by then. A missing or unreadable file is said, never raised: this text goes into
+    the message of a failure, which must name that failure's cause."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError as e:
+        return f"(no log at {path}: {e.strerror or e})"
+    return "\n".join(data.decode(errors="replace").splitlines()[-n:])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -76,7 +106,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="bench-streamlit-", suffix=".log", delete=False)
-        self.env = {**os.environ, **(env or {})}
+        self.env = interpreter_env(env)
         if hosted:
             self.env["ATTENTION_EXPLORER_HOSTED"] = "1"
         self.start_timeout = start_timeout
@@ -110,9 +140,7 @@ class Server:
         self.log.close()
 
     def log_tail(self, n: int = 40) -> str:
-        self.log.flush()
-        lines = Path(self.log.name).read_text(errors="replace").splitlines()
-        return "\n".join(lines[-n:])
+        return tail(self.log.name, n)
 
     def rss_mb(self) -> float:
         import psutil
@@ -130,14 +158,16 @@ class Balancer:
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="bench-serve-", suffix=".log", delete=False)
-        self.env = {**os.environ, **(env or {}), "ATTENTION_EXPLORER_HOSTED": "1"}
+        self.env = {**interpreter_env(env), "ATTENTION_EXPLORER_HOSTED": "1"}
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self.pids: list[int] = []
+        self._runs_before: set[str] = set()
 
     def __enter__(self) -> "Balancer":
         import psutil
 
+        self._runs_before = set(self._run_folders())
         self.proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", str(self.replicas), "--port",
                                       str(self.port)], cwd=self.root, env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -153,8 +183,9 @@ class Balancer:
             except OSError:
                 pass
             time.sleep(0.5)
+        replicas = self.replica_log_tails()  # before serve.sh stops: it removes its run folder
         self.__exit__(None, None, None)
-        raise RuntimeError(f"the balancer did not start in {self.start_timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"the balancer did not start in {self.start_timeout:.0f} s:\n{self.log_tail()}{replicas}")
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -167,8 +198,23 @@ class Balancer:
         self.log.close()
 
     def log_tail(self, n: int = 40) -> str:
-        self.log.flush()
-        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-n:])
+        """The last lines serve.sh printed (its own messages; a replica that did not start: its log)."""
+        return tail(self.log.name, n)
+
+    def _run_folders(self) -> list[str]:
+        """serve.sh's run folders (``mktemp -d $TMPDIR/attention-explorer-serve.XXXXXX``)."""
+        import glob
+
+        return glob.glob(os.path.join(self.env.get("TMPDIR") or "/tmp", "attention-explorer-serve.*"))
+
+    def replica_log_tails(self, n: int = 20) -> str:
+        """The replicas' own logs (their tracebacks), from the run folder serve.sh made for this
+        balancer (the one that appeared after it started), while serve.sh still runs."""
+        parts = []
+        for run in sorted(set(self._run_folders()) - self._runs_before):
+            for log in sorted(Path(run).glob("replica-*.log")):
+                parts.append(f"\n--- {log} ---\n{tail(log, n)}")
+        return "".join(parts)
 
     def warm_up(self, run_timeout: float = 180.0, query: str = "") -> tuple[float, list[str]]:
         """Open the page (``?query``) once on every replica (directly: serve.sh puts replica i on

@@ -95,7 +95,7 @@ def serve(*args: str, env: dict | None = None, timeout: float = 300):
     yields (port, stdout lines, stderr lines, run folder) once the balancer answers its health check."""
     port = sv.free_port()
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHON": sys.executable,
-                **(env or {})}
+                "PATH": "/usr/sbin:/usr/bin:/bin", **(env or {})}  # no `python` on the path but $PYTHON
     full_env.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
     proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", "1", "--port", str(port), *args], cwd=ROOT,
                             env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -201,9 +201,16 @@ def request(port: int, method: str, path: str, *, headers: dict | None = None, b
 
 @pytest.mark.skipif(not HAVE_NGINX, reason="nginx is not installed (sh scripts/setup.sh --dev installs it)")
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found")
-def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its_edges():
+def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its_edges(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
-    with serve("--access-code", "generate", "--trusted-proxy", "127.0.0.1") as (port, out, err, run):
+    wrapper = tmp_path / "bin" / "python-of-this-test"  # every python serve.sh runs is $PYTHON
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >>{tmp_path}/python-calls\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    with serve("--access-code", "generate", "--trusted-proxy", "127.0.0.1",
+               env={"PYTHON": str(wrapper)}) as (port, out, err, run):
+        calls = (tmp_path / "python-calls").read_text()
+        assert "-m streamlit run explorer/app.py" in calls and "check_required" in calls and "secrets" in calls
         codes = [m.group(1) for m in map(CODE_LINE.match, out) if m]
         assert len(codes) == 1, out  # printed once, on serve.sh's own output
         code = codes[0]
@@ -265,7 +272,7 @@ def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its
                 assert code not in f.read_text(errors="replace"), f
 
 
-def test_serve_sh_asked_for_a_code_and_given_none_stops_at_once():
+def test_serve_sh_asked_for_a_code_and_given_none_stops_at_once(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE": "1",
            "ATTENTION_EXPLORER_ACCESS_CODE": "  "}
     t0 = time.monotonic()
@@ -274,6 +281,17 @@ def test_serve_sh_asked_for_a_code_and_given_none_stops_at_once():
     assert r.returncode == 2 and time.monotonic() - t0 < 30
     assert "ATTENTION_EXPLORER_ACCESS_CODE is unset or empty" in r.stderr and "--access-code generate" in r.stderr
     assert r.stdout == ""  # nothing started
+
+    # an interpreter without the app's packages: said at once, not hidden in a replica's log
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True, timeout=120)
+    env = {**os.environ, "PYTHON": str(tmp_path / "bare" / "bin" / "python")}
+    env.pop("ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE", None)
+    r = subprocess.run(["sh", "scripts/serve.sh", "--port", str(sv.free_port())], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "cannot import streamlit" in r.stderr and r.stdout == ""
+    r = subprocess.run(["sh", "scripts/serve.sh"], cwd=ROOT, env={**env, "PYTHON": str(tmp_path / "none")},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "no interpreter" in r.stderr
 
 
 def test_streamlit_run_asked_for_a_code_and_given_none_exits_with_the_message():

@@ -53,7 +53,7 @@
 #
 # Bounded per client address (the connection's peer; see the README for a class behind one NAT
 # address): refusals are answered with status 429 and a short text. Uploads (/_stcore/upload_file:
-# the app has none) are refused with 403 and request bodies bounded to 64 KB. Ctrl-C (or SIGTERM)
+# the app has none) are refused with 403 and request bodies bounded to 16 KB. Ctrl-C (or SIGTERM)
 # stops nginx and every replica.
 set -eu
 cd "$(dirname "$0")/.."
@@ -245,7 +245,7 @@ events { worker_connections 4096; }
 http {
     access_log off;
     server_tokens off;
-    client_max_body_size 64k;  # no page of the app sends a body larger than a few bytes
+    client_max_body_size 16k;  # no page of the app sends a body larger than a few bytes (as deploy/nginx.conf)
 $realip    client_body_temp_path $run/tmp/body;
     proxy_temp_path $run/tmp/proxy;
     fastcgi_temp_path $run/tmp/fastcgi;
@@ -304,7 +304,7 @@ $geo    }
         }
         location ^~ /_stcore/upload_file {  # the app has no file uploader: nothing is stored
             default_type text/plain;
-            return 403 "Uploads are not accepted here.\n";
+            return 403 "This app takes no file uploads.\n";
         }
         location /media/ {  # downloads; one made while this browser's replica was down is on the next
             $conn_all

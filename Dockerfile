@@ -18,6 +18,7 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ATTENTION_EXPLORER_HOSTED=1 \
+    STREAMLIT_RUNNER_FAST_RERUNS=false \
     ATTENTION_EXPLORER_CACHE=/models
 
 # glibc malloc for a threaded server (one thread per session): two arenas, big blocks kept for

@@ -484,3 +484,26 @@ def test_the_started_chromium_has_none_of_the_servers_secrets(monkeypatch):
     finally:
         ex.shutdown()
     time.sleep(0.1)
+
+
+# --- the noisy bench's reading of the page (bench/noisy.py) ----------------------------------------------
+
+
+def test_the_noisy_bench_tells_refusals_from_failures():
+    from bench import noisy
+
+    words = noisy._refusal_words()
+    w = {"asked": 0, "served": 0, "busy": 0, "rate": 0, "failed": 0, "said": []}
+    noisy._count(w, words["lens"], None)
+    noisy._count(w, words["lens"], quota.Refused("lens", 9.5, lim=quota.Limit(6, 6)).message("en"))
+    noisy._count(w, words["export"], quota.Refused("export", busy=True).message("en"))
+    noisy._count(w, words["export"], i18n.t("export_error", "en", id="0123abcd"))
+    assert {k: w[k] for k in ("asked", "served", "rate", "busy", "failed")} == {
+        "asked": 4, "served": 1, "rate": 1, "busy": 1, "failed": 1}
+    res = {"bounds": "b", "learners": {"errors": 0, "click": {"p95_s": 0.1}, "sentence": {"p95_s": 0.1},
+                                       "burst": {"p95_s": 0.1}},
+           "noisy": {"pages_refused": 1, "websockets_refused": 0,
+                     "work": {"lens": dict(w, asked=3, busy=0, rate=2, failed=0), "patching": dict(w, busy=0, rate=0, failed=0)}}}
+    assert not noisy.targets(res)["noisy.work"]["ok"]  # patching was never refused
+    res["noisy"]["work"]["patching"]["rate"] = 1
+    assert noisy.targets(res)["noisy.work"]["ok"]

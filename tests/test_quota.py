@@ -399,6 +399,24 @@ def test_a_failing_stage_shows_a_log_id_and_no_path(monkeypatch, caplog):
 
 
 @pytest.mark.timeout(600)
+def test_a_failing_lesson_figure_shows_a_log_id_and_no_path(monkeypatch, caplog):
+    from test_lessons import lessons_page
+
+    from explorer import state
+
+    def broken(*a, **kw):
+        raise OSError(f"cannot read {SECRET}")
+
+    monkeypatch.setattr(state, "stage_figure", broken)
+    with caplog.at_level(logging.ERROR, logger="attention_explorer"):
+        at = lessons_page(lesson="2", lang="ko")  # its figures come before the question
+    shown = "\n".join(w.value for w in at.warning)
+    ids = re.findall(r"로그 번호 `([0-9a-f]{8})`", shown)
+    assert ids and "secret-host-path" not in str(at), shown
+    assert all(any(i in r.getMessage() and SECRET in str(r.exc_info[1]) for r in caplog.records) for i in ids)
+
+
+@pytest.mark.timeout(600)
 def test_a_failing_model_load_shows_a_log_id_and_no_path(monkeypatch, caplog):
     import model
     from explorer import state

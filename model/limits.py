@@ -10,6 +10,9 @@ exporter or a future ``generate_with_cache`` by calling the same two methods.
                                 truncate=True the sentence is cut at a token boundary and marked
     lone surrogates          -> U+FFFD (the tokenizer cannot take them)
     memory (model/memory.py) -> RunTooLarge before the run, when its estimate exceeds the budget
+
+And how many runs a server process runs at once: ``run_slots()`` (its CPUs: the affinity, bounded by the
+cgroup CPU quota, ``cgroup_cpus()``; ``ATTENTION_EXPLORER_MAX_RUNS`` overrides).
 """
 from __future__ import annotations
 

@@ -44,3 +44,5 @@ compile() {  # input output [pip-compile options]
 compile requirements.txt requirements.lock "$@"
 # the test tools on top of the app's exact pins: the two files never disagree on a shared package
 compile requirements-dev.txt requirements-dev.lock -c requirements.lock "$@"
+# pip-compile's warning about the editable `-e .` is answered above: that line is not in the locks
+echo "wrote requirements.lock and requirements-dev.lock; then: sh scripts/setup.sh --dev && python -m pytest -p no:xdist -o addopts= tests/test_lock.py"

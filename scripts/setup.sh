@@ -22,8 +22,9 @@ if [ -n "$need" ]; then
 fi
 # The locked tree (scripts/lock.sh makes the lock files from requirements*.txt): every package at its
 # pinned version, each file checked against its sha256 before it is installed. The dev lock holds the
-# app's pins too. The project itself is installed apart: hash mode refuses an editable requirement.
+# app's pins too. The project itself is installed apart (hash mode refuses an editable requirement),
+# built by the locked setuptools: no build tool is downloaded unchecked.
 lock=requirements.lock
 [ "${1:-}" = "--dev" ] && lock=requirements-dev.lock
 python -m pip install -q --disable-pip-version-check --require-hashes -r "$lock"
-python -m pip install -q --disable-pip-version-check --no-deps -e .
+python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .

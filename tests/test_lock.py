@@ -89,7 +89,10 @@ def test_setup_installs_the_locks_with_hashes_required():
     code = [line.split("#", 1)[0] for line in setup.splitlines()]
     installs = [line for line in code if "pip install" in line]
     assert any("--require-hashes" in line and '-r "$lock"' in line for line in installs), installs
-    assert any("--no-deps -e ." in line for line in installs), installs
+    # the project apart, built by the locked setuptools (no unchecked download of a build backend)
+    assert any("--no-deps --no-build-isolation -e ." in line for line in installs), installs
+    for lock in LOCKS.values():
+        assert "setuptools" in parse_lock(ROOT / lock), lock
     assert not any(re.search(r"-r requirements(-dev)?\.txt", line) for line in installs), installs
     assert "lock=requirements.lock" in setup and "lock=requirements-dev.lock" in setup
     for lock in LOCKS.values():  # hash mode refuses an editable: the project is installed apart

@@ -185,9 +185,10 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "Choose another model in the sidebar.",
         "ko": "왼쪽에서 다른 모델을 고르세요."},
     "crash": {
-        "en": "Something went wrong while drawing this page ({kind}). Try another sentence, layer or "
-              "head; if it keeps happening, please report it with the page's link.",
-        "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}). 다른 문장·레이어·헤드를 골라 보세요. 계속되면 이 페이지의 링크와 함께 알려 주세요."},
+        "en": "Something went wrong while drawing this page ({kind}, log id `{id}`). Try another sentence, layer "
+              "or head; if it keeps happening, please report it with the page's link and this id.",
+        "ko": "페이지를 그리다가 문제가 생겼습니다 ({kind}, 로그 번호 `{id}`). 다른 문장·레이어·헤드를 골라 보세요. "
+              "계속되면 이 페이지의 링크와 이 번호를 함께 알려 주세요."},
     # --- quotas on expensive work, per page (explorer/quota.py), failures with a log id ---------------
     "quota.lens_wait": {
         "en": "This page asked for the logit lens of many new sentences in a short time (this server allows {n} a "

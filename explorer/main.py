@@ -965,8 +965,8 @@ def main() -> None:
         pg = st.navigation(pages())
         pg.run()
     except Exception as e:  # no traceback ever reaches the page
-        log.exception("the page failed")
-        st.error(i18n.t("crash", i18n.lang_or_default(st.session_state.get("lang")), kind=type(e).__name__))
+        ident = failures.logged(log, "the page failed")
+        st.error(i18n.t("crash", i18n.lang_or_default(st.session_state.get("lang")), kind=type(e).__name__, id=ident))
     finally:
         remember()
         presenter.end(shown)  # the QR code of the URL as the page left it

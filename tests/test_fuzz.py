@@ -155,7 +155,7 @@ USER_IN_TAG = re.compile(r"<(?:b|i|em|sup|sub|span|br)\b[^>]*>" + MARK, re.IGNOR
 
 def failure_prefixes() -> list[str]:
     """How the page says a figure or the page failed, in every language (the words before the details)."""
-    return [i18n.t(key, lg, kind="\x00", msg="").split("\x00")[0] for key in ("crash", "stage_error")
+    return [i18n.t(key, lg, kind="\x00", msg="", id="").split("\x00")[0] for key in ("crash", "stage_error")
             for lg in i18n.LANGS]
 
 

@@ -82,6 +82,7 @@ def test_log_tail_of_a_closed_or_missing_log_is_text():
     assert srv.log_tail().startswith(f"(no log at {srv.log.name}:")
 
 
+@pytest.mark.slow
 def test_the_peers_venv_sees_the_packages_of_the_interpreter_that_made_it(tmp_path):
     """bench run from a bare venv's interpreter (not activated): the peers' venv it makes imports a
     module that only that venv has (before: only the base interpreter's packages, gguf missing)."""

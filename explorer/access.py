@@ -99,12 +99,38 @@ MISSING = (
 )
 
 
+BAD_PROXIES = (
+    "Attention Explorer will not start: {env} holds {bad}, which is not an address or a CIDR range "
+    "(e.g. 10.244.0.0/16 or 127.0.0.1). Name the proxies in front of this server whose "
+    "X-Forwarded-For it may believe (with Kubernetes: the ingress controller's pod range), or unset "
+    "{env} to believe none. Started as it is, every visitor would be counted as the proxy's one address."
+)
+
+
+def bad_proxies(environ=None) -> list[str]:
+    """The entries of ``ATTENTION_EXPLORER_TRUSTED_PROXIES`` that are no address or CIDR range."""
+    env = os.environ if environ is None else environ
+    bad = []
+    for item in str(env.get(TRUSTED_ENV) or "").split(","):
+        item = item.strip()
+        if item:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                bad.append(item)
+    return bad
+
+
 def check_required(environ=None) -> None:
-    """Raise SystemExit with a one-paragraph message when a code is required and none is set. With
+    """Raise SystemExit with a one-paragraph message when a code is required and none is set, or when
+    the trusted proxies are misspelt (a placeholder left in a manifest). With
     a code set, warn (log) when Streamlit's ``runner.fastReruns`` is on: a page can then have a new
     check start beside one that is still pausing, and the pause no longer bounds its guesses."""
     if required(environ) and not configured(environ):
         raise SystemExit(MISSING.format(require=REQUIRE_ENV, env=ENV))
+    bad = bad_proxies(environ)
+    if bad:  # a placeholder left in a manifest: every visitor would be counted as the proxy's address
+        raise SystemExit(BAD_PROXIES.format(env=TRUSTED_ENV, bad=", ".join(repr(b[:60]) for b in bad[:3])))
     if configured(environ) and _fast_reruns():
         log.warning("an access code is set but runner.fastReruns is on: wrong codes sent without waiting "
                     "for their answer are each checked on a thread of their own, so the pause after a wrong "

@@ -134,6 +134,18 @@ def test_a_required_code_that_is_missing_stops_the_server_with_a_clear_message()
         access.check_required(env)  # nothing to say
 
 
+def test_misspelt_trusted_proxies_stop_the_server_with_a_clear_message():
+    placeholder = "REPLACE-with-the-ingress-controller-pod-range"  # as deploy/k8s/deployment.yaml ships it
+    for spec in (placeholder, "127.0.0.1, 10.0.0.0/33", "10.0.0.0/8,example.org"):
+        with pytest.raises(SystemExit) as stop:
+            access.check_required({access.TRUSTED_ENV: spec})
+        msg = str(stop.value.code)
+        assert access.TRUSTED_ENV in msg and "CIDR" in msg and "\n" not in msg
+    assert placeholder in str(access.bad_proxies({access.TRUSTED_ENV: placeholder}))
+    for spec in ("", "127.0.0.1", "10.244.0.0/16, ::1, 2001:db8::/32"):
+        access.check_required({access.TRUSTED_ENV: spec})
+
+
 def test_a_code_with_fast_reruns_on_is_a_warning_at_start(monkeypatch, caplog):
     from streamlit import config
 

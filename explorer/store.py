@@ -11,7 +11,8 @@ atomically, and return the new record), ``clear(key=None)``. Three backends:
 - ``RedisStore``: one Redis server for replicas on several machines
   (``ATTENTION_EXPLORER_REDIS_URL=redis://[:password@]host:port/db``): a count is changed by one
   Lua script, atomic on the server, and each key expires ``policy.forget`` seconds after its last
-  wrong attempt. A small client of Redis's own protocol (RESP) over one socket: no package needed.
+  wrong attempt. The client is redis-py (the ``redis`` package): short timeouts, one retry on a new
+  connection, so a server out of reach costs only the address count (explorer/access.py logs it).
 - ``MemoryStore``: the same in this process's memory (bounded, least recently failed first out),
   for a server that cannot write a file; its counts are per process.
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import socket
 import sqlite3
 import threading
 import urllib.parse
@@ -196,10 +196,6 @@ class SQLiteStore:
             return self._db.execute("SELECT count(*) FROM failures").fetchone()[0]
 
 
-class RedisError(RuntimeError):
-    """Redis answered with an error, or the connection failed."""
-
-
 # Backoff.failed on the server, atomically: KEYS[1]; ARGV: now, free, base, cap, forget. The record
 # is a hash (n, until, last) that expires `forget` seconds after the last wrong attempt.
 FAILED_LUA = """
@@ -216,133 +212,68 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(forget * 1000))
 return {n, u, l}
 """
 
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
 
 class RedisStore:
-    """Records in one Redis server, for replicas on several machines. Keys are ``prefix + key``."""
+    """Records in one Redis server, for replicas on several machines. Keys are ``prefix + key``.
+
+    The client is redis-py (``redis`` on PyPI, imported only when this store is used): a thread-safe
+    connection pool, the URL's password, user, database and TLS (``rediss://``), and the script run
+    by its digest and loaded again when a restarted server no longer knows it. Short socket timeouts
+    and one immediate retry on a new connection (a server restarted since the last call): a server
+    out of reach costs a call at most about ``2 * timeout`` seconds, then raises (explorer/access.py
+    logs it and counts per session), never the client's default of ten retries with back-off."""
 
     kind = "redis"
 
-    def __init__(self, url: str, prefix: str = "attention-explorer:limits:", timeout: float = 2.0):
+    def __init__(self, url: str, prefix: str = "attention-explorer:limits:", timeout: float = 1.0):
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
         u = urllib.parse.urlsplit(url)
-        if u.scheme != "redis":
-            raise ValueError(f"{REDIS_ENV} must be redis://[:password@]host[:port][/db], not {u.scheme}://")
-        self.host, self.port = u.hostname or "127.0.0.1", u.port or 6379
-        self.password = urllib.parse.unquote(u.password) if u.password else None
-        self.username = urllib.parse.unquote(u.username) if u.username else None
-        self.db = int(u.path.strip("/") or 0)
+        if u.scheme not in REDIS_SCHEMES:
+            raise ValueError(f"{REDIS_ENV} must be redis://[:password@]host[:port][/db] (or rediss://, unix://), "
+                             f"not {u.scheme}://")
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 6379  # for messages (never the password)
         self.prefix, self.timeout = prefix, timeout
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._buf = b""
-        self._sha = ""  # the script's digest, known once it is loaded (connected on first use)
-
-    # --- RESP, the Redis protocol ---
-    def _connect(self) -> None:
-        self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._buf = b""
-        if self.password is not None:
-            self._call_locked("AUTH", *([self.username] if self.username else []), self.password)
-        if self.db:
-            self._call_locked("SELECT", self.db)
-        self._sha = self._call_locked("SCRIPT", "LOAD", FAILED_LUA).decode()
-
-    def _line(self) -> bytes:
-        while b"\r\n" not in self._buf:
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                raise RedisError("the connection was closed")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n: int) -> bytes:
-        while len(self._buf) < n + 2:
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                raise RedisError("the connection was closed")
-            self._buf += chunk
-        data, self._buf = self._buf[:n], self._buf[n + 2:]
-        return data
-
-    def _reply(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest
-        if kind == b"-":
-            raise RedisError(rest.decode("utf-8", "replace"))
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n)
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._reply() for _ in range(n)]
-        raise RedisError(f"an answer this client does not read: {line[:40]!r}")
-
-    def _call_locked(self, *args):
-        parts = [str(a).encode() if not isinstance(a, bytes) else a for a in args]
-        self._sock.sendall(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
-        return self._reply()
-
-    def _call(self, *args):
-        with self._lock:
-            for retry in (True, False):  # one new connection after a broken one (a restarted server)
-                try:
-                    if self._sock is None:
-                        self._connect()
-                    return self._call_locked(*args)
-                except (OSError, RedisError) as e:
-                    if isinstance(e, RedisError) and "NOSCRIPT" not in str(e) and "closed" not in str(e):
-                        raise
-                    self.close_locked()
-                    if not retry:
-                        raise RedisError(f"Redis at {self.host}:{self.port}: {type(e).__name__}") from e
-
-    def close_locked(self) -> None:
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            finally:
-                self._sock = None
+        self.client = redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 1),
+            decode_responses=True, health_check_interval=30, client_name="attention-explorer")
+        self._failed = self.client.register_script(FAILED_LUA)
 
     def close(self) -> None:
-        with self._lock:
-            self.close_locked()
+        self.client.close()
 
     # --- the store ---
     def get(self, key: str, policy: Backoff) -> Backoff:
-        n, until, last = self._call("HMGET", self.prefix + key, "n", "until", "last")
+        n, until, last = self.client.hmget(self.prefix + key, "n", "until", "last")
         return _record(policy, None if n is None else (n, until, last))
 
     def failed(self, key: str, now: float, policy: Backoff) -> Backoff:
-        if not self._sha:
-            self._call("PING")  # connects, which loads the script
-        n, until, last = self._call("EVALSHA", self._sha, 1, self.prefix + key, repr(float(now)), policy.free,
-                                    repr(float(policy.base)), repr(float(policy.cap)), repr(float(policy.forget)))
-        return _record(policy, (n, until, last))
+        row = self._failed(keys=[self.prefix + key], args=[repr(float(now)), policy.free, repr(float(policy.base)),
+                                                          repr(float(policy.cap)), repr(float(policy.forget))])
+        return _record(policy, row)
+
+    def _keys(self):
+        return self.client.scan_iter(match=self.prefix + "*", count=1000)
 
     def clear(self, key: str | None = None) -> None:
         if key is not None:
-            self._call("DEL", self.prefix + key)
+            self.client.delete(self.prefix + key)
             return
-        cursor = b"0"
-        while True:
-            cursor, keys = self._call("SCAN", cursor, "MATCH", self.prefix + "*", "COUNT", 1000)
-            if keys:
-                self._call("DEL", *keys)
-            if cursor in (b"0", 0):
-                return
+        batch = []
+        for k in self._keys():
+            batch.append(k)
+            if len(batch) >= 1000:
+                self.client.delete(*batch)
+                batch = []
+        if batch:
+            self.client.delete(*batch)
 
     def __len__(self) -> int:
-        n, cursor = 0, b"0"
-        while True:
-            cursor, keys = self._call("SCAN", cursor, "MATCH", self.prefix + "*", "COUNT", 1000)
-            n += len(keys)
-            if cursor in (b"0", 0):
-                return n
+        return sum(1 for _ in self._keys())
 
 
 def _record(policy: Backoff, row) -> Backoff:

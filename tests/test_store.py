@@ -173,8 +173,11 @@ class RedisServer:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 return self
             except OSError:
+                if self.proc.poll() is not None:
+                    break
                 time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        self.stop()  # never left running
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -187,8 +190,10 @@ def redis_server(tmp_path):
     if REDIS is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
     srv = RedisServer(tmp_path).start()
-    yield srv
-    srv.stop()
+    try:
+        yield srv
+    finally:
+        srv.stop()
 
 
 def test_redis_stores_and_other_processes_share_counts_atomically(redis_server, tmp_path):
@@ -221,7 +226,7 @@ def test_redis_keys_expire_after_their_time_and_a_restarted_server_is_reconnecte
     s = store.RedisStore(redis_server.url)
     short = store.Backoff(free=30, base=2.0, cap=300.0, forget=1.5)
     s.failed("addr:gone", time.time(), short)
-    ttl = s._call("PTTL", s.prefix + "addr:gone")
+    ttl = s.client.pttl(s.prefix + "addr:gone")
     assert 0 < ttl <= 1500  # forgotten by Redis itself, no sweep needed
     time.sleep(1.7)
     assert s.get("addr:gone", short).failures == 0 and len(s) == 0
@@ -239,8 +244,58 @@ def test_a_redis_out_of_reach_costs_the_address_count_only(caplog):
     assert access.attempt("the code", "the code", session, "203.0.113.7", 0.0, limits) == ("granted", 0.0)
     assert "the shared store failed" in caplog.text
     assert store.open_store({store.REDIS_ENV: "redis://127.0.0.1:1/0"}).kind == "redis"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=store.REDIS_ENV):
         store.RedisStore("http://127.0.0.1:6379")
+
+
+def test_a_redis_that_never_answers_costs_a_wrong_code_two_timeouts_at_most(caplog, monkeypatch):
+    """A server that takes the connection and says nothing (a hung Redis, a half-open network):
+    the wrong code is answered after the store's short timeout and one retry on a new connection,
+    never after the client's default retries with back-off; a right code never waits on it."""
+    caplog.set_level(logging.ERROR, logger="attention_explorer")
+    monkeypatch.setattr(access, "_last_store_error", [-float("inf")])  # logged here, whatever logged before
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    taken: list[socket.socket] = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = silent.accept()
+            except OSError:
+                return
+            taken.append(conn)  # kept open, never answered
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        s = store.RedisStore(f"redis://:silent-secret@127.0.0.1:{silent.getsockname()[1]}/0", timeout=0.5)
+        limits = access.AddressLimits(store=s)
+        session = access.SESSION.fresh()
+        t0 = time.monotonic()
+        assert access.attempt("guess", "the code", session, "203.0.113.7", 0.0, limits) == ("wrong", access.WRONG_DELAY)
+        took = time.monotonic() - t0
+        assert took < 2.5 * s.timeout + 0.5, f"a silent Redis held a wrong code {took:.2f} s"
+        assert len(taken) == 2  # the first connection and one retry, no more
+        t0 = time.monotonic()
+        assert access.attempt("the code", "the code", session, "203.0.113.7", 0.0, limits) == ("granted", 0.0)
+        assert time.monotonic() - t0 < 0.1
+        assert "the shared store failed" in caplog.text and "silent-secret" not in caplog.text
+        s.close()
+    finally:
+        silent.close()
+        for conn in taken:
+            conn.close()
+
+
+def test_a_wrong_redis_password_is_an_error_the_limits_log(redis_server, caplog, monkeypatch):
+    caplog.set_level(logging.ERROR, logger="attention_explorer")
+    monkeypatch.setattr(access, "_last_store_error", [-float("inf")])
+    s = store.RedisStore(f"redis://:not-the-password@127.0.0.1:{redis_server.port}/2")
+    with pytest.raises(Exception, match="(?i)auth|password"):
+        s.get("addr:x", POLICY)
+    assert access.AddressLimits(store=s).failed("203.0.113.7", 0.0) == 0.0
+    assert "the shared store failed" in caplog.text and "not-the-password" not in caplog.text
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])

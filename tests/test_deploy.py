@@ -1,7 +1,10 @@
 """The shipped deployments (deploy/compose.yaml, deploy/nginx.conf, deploy/k8s/, the Dockerfile)
 apply what the README says: the access code required and passed on, one Secret name and key,
 uploads and request bodies refused at the balancer, the client's address set by the balancer,
-memory limits at or above the measured peaks, hardened containers and pods, a versioned image.
+memory limits at or above the measured peaks, hardened containers and pods, a versioned image,
+and the replicas' shared Redis (deploy/k8s/redis/, compose's `redis`): wired by its Service's
+name and one Secret, reachable from the app only, its shipped command run against a real
+redis-server.
 
 Everything is read from the files themselves (PyYAML, a small compose interpolation); the nginx
 test runs the real deploy/nginx.conf in front of a recording backend. tests/test_supervise.py
@@ -20,6 +23,7 @@ import subprocess
 import threading
 import time
 import tomllib
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -33,6 +37,10 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").e
 ACCESS = "ATTENTION_EXPLORER_ACCESS_CODE"
 REQUIRE = "ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE"
 TRUSTED = "ATTENTION_EXPLORER_TRUSTED_PROXIES"
+REDIS_URL = "ATTENTION_EXPLORER_REDIS_URL"
+APP = "attention-explorer"  # the app's Deployment, Service and pod label
+REDIS = "attention-explorer-redis"  # Redis's Deployment, Service, NetworkPolicy and pod label
+ENV = {"ACCESS_CODE": "tiger-42", "COOKIE_SECRET": "c" * 64, "REDIS_PASSWORD": "d" * 64}
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -85,21 +93,27 @@ def interpolate(value, env: dict[str, str]):
 
 
 def compose(env: dict[str, str] | None = None) -> dict:
-    env = {"ACCESS_CODE": "tiger-42", "COOKIE_SECRET": "c" * 64} if env is None else env
+    env = ENV if env is None else env
     return interpolate(compose_raw(), env)
 
 
 def manifests() -> dict[str, list[dict]]:
+    """Every manifest `kubectl apply -R -f deploy/k8s/` applies (redis/ included), by kind."""
     out: dict[str, list[dict]] = {}
-    for f in sorted(K8S.glob("*.yaml")):
+    for f in sorted(K8S.rglob("*.yaml")):
         for doc in yaml.safe_load_all(f.read_text()):
             if doc:
                 out.setdefault(doc["kind"], []).append(doc)
     return out
 
 
-def deployment() -> tuple[dict, dict]:
-    (dep,) = manifests()["Deployment"]
+def named(kind: str, name: str) -> dict:
+    (doc,) = [d for d in manifests()[kind] if d["metadata"]["name"] == name]
+    return doc
+
+
+def deployment(name: str = APP) -> tuple[dict, dict]:
+    dep = named("Deployment", name)
     (app,) = dep["spec"]["template"]["spec"]["containers"]
     return dep, app
 
@@ -137,10 +151,10 @@ def memory_table():
 
 def test_compose_requires_the_access_code_and_passes_it_to_the_app():
     # without a code (or with an empty one) compose refuses to start, naming the variable
-    for env in ({"COOKIE_SECRET": "c" * 64}, {"COOKIE_SECRET": "c" * 64, "ACCESS_CODE": ""}):
+    for env in ({**ENV, "ACCESS_CODE": None}, {**ENV, "ACCESS_CODE": ""}):
         with pytest.raises(Missing, match="ACCESS_CODE"):
-            compose(env)
-    app = compose({"ACCESS_CODE": "tiger-42", "COOKIE_SECRET": "c" * 64})["services"]["app"]
+            compose({k: v for k, v in env.items() if v is not None})
+    app = compose()["services"]["app"]
     assert app["environment"][ACCESS] == "tiger-42"
     assert app["environment"][REQUIRE] == "1"
     assert app["environment"]["ATTENTION_EXPLORER_HOSTED"] == "1"
@@ -165,6 +179,7 @@ def test_kubernetes_requires_the_access_code_from_the_secret_the_readme_creates(
     created = set()
     for m in re.finditer(r"kubectl create secret generic (\S+)((?: [^\n]*?)?)(?:\n|$)", readme):
         created |= {(m.group(1), k) for k in re.findall(r"--from-literal=([A-Za-z0-9_.-]+)=", m.group(2))}
+    refs |= {f"redis {var}": ref for var, ref in secret_refs(deployment(REDIS)[1]).items()}
     for var, (name, key, _) in refs.items():
         assert (name, key) in created, f"{var}: the Deployment reads Secret {name!r} key {key!r}; the README creates {sorted(created)}"
     # and the README's own snippet of that env entry does not make it optional
@@ -332,13 +347,12 @@ def test_the_ingress_refuses_uploads_and_bodies_as_the_balancer_does():
 def test_compose_trusts_forwarded_addresses_only_from_the_balancers_internal_network():
     c = compose()
     app, bal = c["services"]["app"], c["services"]["balancer"]
-    (net,) = app["networks"]  # the replicas are on one network ...
-    assert net in bal["networks"]  # ... which the balancer joins
-    assert c["networks"][net].get("internal") is True  # and which has no way out
+    (net,) = [n for n in app["networks"] if n in bal["networks"]]  # the replicas' network with the balancer
+    assert c["networks"][net].get("internal") is True  # has no way out
     subnets = [s["subnet"] for s in c["networks"][net]["ipam"]["config"]]
     assert app["environment"][TRUSTED] == ",".join(subnets)
     # a host that moves the network (its range collides with theirs) moves the trust with it
-    moved = compose({"ACCESS_CODE": "x", "COOKIE_SECRET": "c", "AE_BACKEND_SUBNET": "10.99.0.0/24"})
+    moved = compose({**ENV, "AE_BACKEND_SUBNET": "10.99.0.0/24"})
     assert moved["services"]["app"]["environment"][TRUSTED] == "10.99.0.0/24"
     assert moved["networks"][net]["ipam"]["config"][0]["subnet"] == "10.99.0.0/24"
     assert "ports" not in app  # the replicas are reached only through the balancer
@@ -405,26 +419,34 @@ STATE = "ATTENTION_EXPLORER_STATE_DIR"
 def written_paths() -> set[str]:
     """Where the app writes at run time (seen under a read-only root: strace of a server drawing a
     page and the lessons, PNG/SVG/PDF exports and the three real models loaded): /tmp (chromium's
-    profile, torch's scratch folder), $HOME (chromium's crash-report and dconf folders) and the
-    wrong-code counts' folder (explorer/store.py); the model cache is filled when the image is built."""
-    return {"/tmp", dockerfile_env()["HOME"], dockerfile_env()[STATE]}
+    profile, torch's scratch folder) and $HOME (chromium's crash-report and dconf folders); the
+    model cache is filled when the image is built. The wrong-code counts go to Redis (below): the
+    SQLite folder ($ATTENTION_EXPLORER_STATE_DIR) is never opened when the Redis URL is set."""
+    return {"/tmp", dockerfile_env()["HOME"]}
 
 
-def test_the_state_folder_is_the_one_the_app_reads():
+def test_the_deployments_count_in_redis_and_need_no_state_folder():
     store = ROOT / "explorer" / "store.py"
-    if store.exists():  # the shared wrong-code counts (explorer/access.py)
-        assert re.search(rf'^STATE_ENV = "{STATE}"$', store.read_text(), flags=re.M)
+    text = store.read_text()
+    assert re.search(rf'^STATE_ENV = "{STATE}"$', text, flags=re.M)
+    assert re.search(rf'^REDIS_ENV = "{REDIS_URL}"$', text, flags=re.M)
     c = compose()["services"]["app"]
     _, app = deployment()
     env = {e["name"]: e.get("value") for e in app["env"]}
-    assert c["environment"][STATE] == env[STATE] == dockerfile_env()[STATE]
-    # compose: one named volume for every replica of the host, so their counts are one
-    vols = {v.split(":")[1]: v.split(":")[0] for v in c.get("volumes") or []}
-    assert vols.get(c["environment"][STATE]) in compose()["volumes"]
+    assert c["environment"][REDIS_URL].startswith("redis://") and env[REDIS_URL].startswith("redis://")
+    # open_store reads the URL first: with it set, the folder is never opened, so nothing mounts one
+    from explorer import store as st
+    assert st.open_store({REDIS_URL: "redis://:x@127.0.0.1:1/0", STATE: "/nonexistent/never-made"}).kind == "redis"
+    assert not Path("/nonexistent/never-made").exists()
+    assert STATE not in c["environment"] and STATE not in env
+    assert not c.get("volumes") and "volumes" not in compose()
+    mounts = {m["mountPath"] for m in app["volumeMounts"]}
+    assert dockerfile_env().get(STATE, "/state") not in mounts
 
 
-def test_the_pods_are_hardened():
-    dep, app = deployment()
+@pytest.mark.parametrize("name", [APP, REDIS])
+def test_the_pods_are_hardened(name):
+    dep, app = deployment(name)
     pod = dep["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
     psc, csc = pod["securityContext"], app["securityContext"]
@@ -439,6 +461,9 @@ def test_the_pods_are_hardened():
     # every path the app writes is an emptyDir; the image's weights are not hidden under one
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m["name"] for m in app["volumeMounts"]}
+    if name == REDIS:  # the image's working folder (nothing is saved there), its user not root
+        assert psc["runAsUser"] == 999 and "emptyDir" in volumes[mounts["/data"]]
+        return
     for path in written_paths():
         assert path in mounts and "emptyDir" in volumes[mounts[path]], path
         assert volumes[mounts[path]]["emptyDir"].get("sizeLimit"), path
@@ -463,14 +488,29 @@ def test_compose_containers_are_hardened():
     assert not app.get("cap_add")
 
 
-def test_only_the_ingress_controller_reaches_the_app_and_the_app_reaches_nothing():
-    docs = manifests()
-    (pol,) = docs["NetworkPolicy"]
+def selects(selector: dict, labels: dict) -> bool:
+    return selector["matchLabels"].items() <= labels.items()
+
+
+def test_only_the_ingress_controller_reaches_the_app_and_the_app_reaches_only_redis_and_dns():
+    pol = named("NetworkPolicy", APP)
     dep, app = deployment()
     labels = dep["spec"]["template"]["metadata"]["labels"]
-    assert pol["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert selects(pol["spec"]["podSelector"], labels)
     assert set(pol["spec"]["policyTypes"]) == {"Ingress", "Egress"}
-    assert pol["spec"].get("egress", []) == []  # no egress rule: nothing goes out
+    # out: Redis's pods on their port, and the cluster's DNS (the URL names the Service); nothing else
+    rdep, redis = deployment(REDIS)
+    redis_labels = rdep["spec"]["template"]["metadata"]["labels"]
+    to_redis, to_dns = pol["spec"]["egress"]
+    (peer,) = to_redis["to"]
+    assert set(peer) == {"podSelector"} and selects(peer["podSelector"], redis_labels)
+    assert not selects(peer["podSelector"], labels)  # not the app's own pods
+    assert [(p["protocol"], p["port"]) for p in to_redis["ports"]] == [("TCP", redis["ports"][0]["containerPort"])]
+    (peer,) = to_dns["to"]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kube-system"}
+    assert peer["podSelector"]["matchLabels"] == {"k8s-app": "kube-dns"}
+    assert sorted((p["protocol"], p["port"]) for p in to_dns["ports"]) == [("TCP", 53), ("UDP", 53)]
+    assert not any("ipBlock" in peer for rule in pol["spec"]["egress"] for peer in rule["to"])
     (rule,) = pol["spec"]["ingress"]
     (peer,) = rule["from"]
     assert peer["namespaceSelector"]["matchLabels"] and peer["podSelector"]["matchLabels"]
@@ -483,16 +523,22 @@ def test_only_the_ingress_controller_reaches_the_app_and_the_app_reaches_nothing
 def test_the_image_tag_names_the_version_and_nothing_says_latest():
     v = version()
     images = [compose_raw()["services"]["app"]["image"]]
+    others = []
     for items in manifests().values():
         for doc in items:
             spec = doc.get("spec", {}).get("template", {}).get("spec", {})
-            images += [c["image"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
-    assert len(images) >= 2
+            found = [c["image"] for c in spec.get("containers", []) + spec.get("initContainers", [])]
+            (images if doc["metadata"]["name"] == APP else others).extend(found)
+    assert len(images) >= 2 and others
     for image in images:
         assert image.rsplit("/", 1)[-1] == f"attention-explorer:{v}", image
-    for image in images + [s.get("image", "x:y") for s in compose_raw()["services"].values()]:
+    for image in images + others + [s.get("image", "x:y") for s in compose_raw()["services"].values()]:
         name_tag = image.rsplit("/", 1)[-1]
         assert ":" in name_tag and not name_tag.endswith(":latest"), image
+    # every other image names a version (digits), the same one in compose and Kubernetes
+    for image in others:
+        assert re.fullmatch(r"[a-z0-9./-]+:\d+(\.\d+)+(-[a-z0-9.]+)?", image), image
+    assert compose_raw()["services"]["redis"]["image"] in others
     docker = (ROOT / "Dockerfile").read_text()
     assert f'org.opencontainers.image.version="{v}"' in docker
     assert re.search(r"^USER \d+(:\d+)?$", docker, flags=re.M), "a numeric user: runAsNonRoot can check it"
@@ -509,9 +555,8 @@ def test_the_hardening_fields_are_the_schemas_own():
     Kubernetes schema (strict, as tests/test_supervise.py validates every manifest) refuses it."""
     kv = pytest.importorskip("kubernetes_validate")
     docs = manifests()
-    (dep,) = docs["Deployment"]
-    (pol,) = docs["NetworkPolicy"]
-    for doc in (dep, pol):
+    dep, pol = named("Deployment", APP), named("NetworkPolicy", APP)
+    for doc in [d for items in docs.values() for d in items]:  # redis/ too (tests/test_supervise.py reads k8s/*.yaml)
         for v in ("1.30", "1.37"):
             kv.validate(doc, v, strict=True)
     broken = copy.deepcopy(dep)
@@ -542,3 +587,148 @@ def test_the_compose_file_is_valid_against_the_compose_specification():
             node = node[p]
         node[key + "_"] = node.pop(key)
         assert list(validator.iter_errors(broken)), f"a misspelt {key} passed the schema"
+
+
+# --- the replicas' shared Redis -------------------------------------------------------------------
+
+def k8s_env(container: dict) -> dict[str, str]:
+    """A container's environment as the kubelet makes it: $(NAME) filled in from the variables
+    above it, a Secret's value as secret.NAME.KEY."""
+    env: dict[str, str] = {}
+    for e in container["env"]:
+        if "value" in e:
+            env[e["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), e["value"])
+        else:
+            ref = e["valueFrom"]["secretKeyRef"]
+            assert not ref.get("optional"), e["name"]
+            env[e["name"]] = f"secret.{ref['name']}.{ref['key']}"
+    return env
+
+
+def test_kubernetes_wires_the_app_to_redis_by_its_service_and_one_secret():
+    _, app = deployment()
+    rdep, redis = deployment(REDIS)
+    svc = named("Service", REDIS)
+    url = urllib.parse.urlsplit(k8s_env(app)[REDIS_URL])
+    # the URL names the Service, on the port the Service offers, which reaches Redis's container port
+    assert url.scheme == "redis" and url.hostname == svc["metadata"]["name"] == REDIS
+    (port,) = svc["spec"]["ports"]
+    (cport,) = redis["ports"]
+    assert url.port == port["port"] and port["targetPort"] in (cport["name"], cport["containerPort"])
+    assert cport["containerPort"] == 6379 and url.path == "/0"
+    # the Service selects Redis's pods, not the app's
+    assert svc["spec"]["selector"].items() <= rdep["spec"]["template"]["metadata"]["labels"].items()
+    assert not svc["spec"]["selector"].items() <= named("Deployment", APP)["spec"]["template"]["metadata"]["labels"].items()
+    # the app's password and Redis's are one Secret's one key (filled in before the URL is read)
+    assert url.password == k8s_env(redis)["REDISCLI_AUTH"] == "secret.attention-explorer-redis.password"
+    # the URL reads as explorer/store.py reads it (redis-py's parser), the password kept out of its messages
+    from explorer import store
+    s = store.RedisStore(urllib.parse.urlunsplit(url._replace(netloc=f":hex0123@{REDIS}:6379")))
+    kw = s.client.connection_pool.connection_kwargs
+    assert (kw["host"], kw["port"], kw["password"], kw.get("db", 0)) == (REDIS, 6379, "hex0123", 0)
+    assert "hex0123" not in f"{s.host}:{s.port}"
+    # one Redis, never two at once (two would split the counts), and no persistence asked for
+    assert rdep["spec"]["replicas"] == 1 and rdep["spec"]["strategy"]["type"] == "Recreate"
+    script = " ".join(redis["command"])
+    for flag in ("--save ''", "--appendonly no", "--maxmemory ", "--maxmemory-policy volatile-ttl"):
+        assert flag in script, flag
+    assert "requirepass" in script and "--requirepass" not in script  # the password on stdin, not argv
+
+
+def test_only_the_app_reaches_redis_and_redis_reaches_nothing():
+    pol = named("NetworkPolicy", REDIS)
+    rdep, redis = deployment(REDIS)
+    app_labels = named("Deployment", APP)["spec"]["template"]["metadata"]["labels"]
+    assert selects(pol["spec"]["podSelector"], rdep["spec"]["template"]["metadata"]["labels"])
+    assert not selects(pol["spec"]["podSelector"], app_labels)
+    assert set(pol["spec"]["policyTypes"]) == {"Ingress", "Egress"} and pol["spec"]["egress"] == []
+    (rule,) = pol["spec"]["ingress"]
+    (peer,) = rule["from"]
+    assert set(peer) == {"podSelector"} and selects(peer["podSelector"], app_labels)  # this namespace's app pods
+    assert [(p["protocol"], p["port"]) for p in rule["ports"]] == [("TCP", redis["ports"][0]["containerPort"])]
+
+
+def test_compose_runs_one_redis_that_only_the_replicas_reach():
+    c = compose()
+    app, redis, bal = c["services"]["app"], c["services"]["redis"], c["services"]["balancer"]
+    url = urllib.parse.urlsplit(app["environment"][REDIS_URL])
+    assert url.scheme == "redis" and url.hostname == "redis" and url.port == 6379 and url.path == "/0"
+    assert url.password == redis["environment"]["REDISCLI_AUTH"] == ENV["REDIS_PASSWORD"]
+    (net,) = redis["networks"]
+    assert net in app["networks"] and net not in bal["networks"]  # the balancer, facing browsers, cannot reach it
+    assert c["networks"][net].get("internal") is True and "ports" not in redis
+    assert redis["user"].split(":")[0] not in ("0", "root") and redis["read_only"] is True
+    assert redis["image"] == deployment(REDIS)[1]["image"]  # the same Redis in compose and Kubernetes
+    assert app["depends_on"]["redis"]["condition"] in ("service_started", "service_healthy")
+    assert "replicas" not in redis.get("deploy", {})  # one store
+    # without a password compose refuses to start, naming the variable
+    for env in ({**ENV, "REDIS_PASSWORD": ""}, {k: v for k, v in ENV.items() if k != "REDIS_PASSWORD"}):
+        with pytest.raises(Missing, match="REDIS_PASSWORD"):
+            compose(env)
+
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def shipped_redis_commands() -> dict[str, tuple[list[str], str]]:
+    """Redis's command and health check as compose and Kubernetes run them (compose's $$ is $)."""
+    c = compose()["services"]["redis"]
+    _, k = deployment(REDIS)
+    health = c["healthcheck"]["test"]
+    assert health[0] == "CMD-SHELL"
+    return {"compose": (c["command"], health[1]),
+            "kubernetes": (k["command"], k["readinessProbe"]["exec"]["command"][-1])}
+
+
+@pytest.mark.parametrize("where", ["compose", "kubernetes"])
+def test_the_shipped_redis_command_runs_on_a_real_redis_server(where, tmp_path):
+    """The image's command, run by Debian's redis-server (the image runs 7.4; the tests' Debian
+    7.0 reads the same options): the password from standard input is required, nothing is saved,
+    the memory bound and its policy are set, the health check passes with the password and fails
+    without it, and the app's store counts through the URL it is given."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (sh scripts/setup.sh --dev installs it)")
+    command, health = shipped_redis_commands()[where]
+    assert command[:2] == ["sh", "-c"] and "exec redis-server - " in command[2]
+    port, password = _free_port(), "a1" * 32
+    # on a free loopback port here; the pod and the container listen on 6379 of their own address
+    script = command[2].replace("exec redis-server - ", f"exec redis-server - --port {port} --bind 127.0.0.1 ", 1)
+    env = {"PATH": "/usr/bin:/bin", "REDISCLI_AUTH": password}
+    proc = subprocess.Popen([*command[:2], script], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, "redis-server stopped at start"
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        assert proc.poll() is None
+        assert "REDISCLI_AUTH" not in open(f"/proc/{proc.pid}/cmdline").read() and password not in open(f"/proc/{proc.pid}/cmdline").read()
+        hc = health.replace("redis-cli", f"redis-cli -p {port}")
+        assert subprocess.run(["sh", "-c", hc], env=env, timeout=10).returncode == 0
+        assert subprocess.run(["sh", "-c", hc], env={**env, "REDISCLI_AUTH": "wrong"}, timeout=10).returncode != 0
+        assert subprocess.run(["sh", "-c", hc], env={"PATH": env["PATH"]}, timeout=10).returncode != 0
+
+        from explorer import store
+        s = store.RedisStore(f"redis://:{password}@127.0.0.1:{port}/0")
+        policy = store.Backoff()
+        assert s.failed("addr:203.0.113.7", time.time(), policy).failures == 1
+        assert s.get("addr:203.0.113.7", policy).failures == 1
+        conf = {k: v for k, v in s.client.config_get("*").items()
+                if k in ("save", "appendonly", "maxmemory", "maxmemory-policy")}
+        assert conf == {"save": "", "appendonly": "no", "maxmemory": str(64 * 2**20), "maxmemory-policy": "volatile-ttl"}
+        s.close()
+        with pytest.raises(Exception, match="(?i)auth"):
+            store.RedisStore(f"redis://127.0.0.1:{port}/0").get("addr:x", policy)
+        assert list(tmp_path.iterdir()) == []  # nothing written in its working folder
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)

@@ -171,7 +171,7 @@ def test_kubernetes_requires_the_access_code_from_the_secret_the_readme_creates(
     refs = secret_refs(app)
     env = {e["name"]: e.get("value") for e in app["env"]}
     assert ACCESS in refs, "the Deployment does not read the access code"
-    name, key, optional = refs[ACCESS]
+    access_name, access_key, optional = refs[ACCESS]
     assert not optional, "an optional access code lets a pod start open when the Secret is missing"
     assert env[REQUIRE] == "1"
     # the README creates every Secret the Deployment reads, under the same name and key
@@ -186,7 +186,7 @@ def test_kubernetes_requires_the_access_code_from_the_secret_the_readme_creates(
     for block in re.findall(r"```ya?ml\n(.*?)```", readme, flags=re.S):
         if ACCESS in block:
             assert not re.search(r"optional:\s*true", block), "the README shows the access code as optional"
-            assert f"name: {name}" in block and f"key: {key}" in block
+            assert f"name: {access_name}" in block and f"key: {access_key}" in block
 
 
 # --- the balancer: uploads, bodies, the client's address -----------------------------------------

@@ -25,7 +25,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, export_ui, failures, i18n, inputs, models_ui, presenter, quota, state
+from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, presenter, quota, state
 from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
@@ -567,11 +567,16 @@ def page() -> None:
     try:
         with busy(("model", name)):
             m, fallback = state.load_model(name)
-    except Exception:  # not fetched, a broken download, ...: a log id on the page, the details in the log
+    except Exception as e:  # not fetched, a broken download, ...: a log id on the page, the details in the log
         ident = failures.logged(log, "loading %s failed", name)
         show_messages(messages)
-        st.error(t("model_error", name=name, id=ident,
-                   hint=t("fetch_hint", name=name) if name in model.registry.FETCHED else ""))
+        text = t("model_error", name=name, id=ident,
+                 hint=t("fetch_hint", name=name) if name in model.registry.FETCHED else "")
+        if isinstance(e, model.WeightsError) and not edges.guarded():
+            # on a laptop the reader is the host: the loader's own words say how to fix it (a path in
+            # models.toml, a file to fetch); a hosted or guarded page shows only the id
+            text += "\n\n" + inputs.shown(str(e), 400)
+        st.error(text)
         st.info(t("choose_other"))
         sync_url({**models_ui.url_value(name), "lang": lang()})
         return

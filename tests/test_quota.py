@@ -425,6 +425,7 @@ def test_a_failing_model_load_shows_a_log_id_and_no_path(monkeypatch, caplog):
         raise model.WeightsError(f"{SECRET} is corrupt")
 
     monkeypatch.setattr(state, "load_model", broken)
+    monkeypatch.setenv("ATTENTION_EXPLORER_HOSTED", "1")  # a hosted (guarded) server: explorer/edges.guarded()
     with caplog.at_level(logging.ERROR, logger="attention_explorer"):
         at = app(model="smollm2", lang="ko")
     assert not at.exception
@@ -434,6 +435,11 @@ def test_a_failing_model_load_shows_a_log_id_and_no_path(monkeypatch, caplog):
     assert "python -m model.fetch smollm2" in error  # a named model: how to fetch it
     logged = [r for r in caplog.records if ident in r.getMessage()]
     assert logged and SECRET in str(logged[0].exc_info[1])
+    # on a laptop (not guarded) the reader is the host: the loader's own words follow the id
+    monkeypatch.delenv("ATTENTION_EXPLORER_HOSTED")
+    at = app(model="smollm2", lang="ko")
+    (error,) = [e.value for e in at.error]
+    assert re.search(r"로그 번호 `[0-9a-f]{8}`", error) and f"{SECRET} is corrupt" in error
 
 
 # --- chromium without the server's secrets ---------------------------------------------------------------

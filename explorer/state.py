@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, replace
 from pathlib import Path
 
@@ -62,6 +63,26 @@ _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 # them, a plain run (a learner's click, a new sentence) always finds a slot within one forward pass
 ANALYSIS_SLOTS = max(1, MAX_CONCURRENT_RUNS - 1)
 _ANALYSIS_SLOTS = threading.BoundedSemaphore(ANALYSIS_SLOTS)
+# ...and they run on threads of lower CPU priority (nice 10, model/limits.py: lower_this_thread), so that
+# while one page's lens or experiment computes, the other learners' clicks on the same core go first
+_BACKGROUND = ThreadPoolExecutor(ANALYSIS_SLOTS, thread_name_prefix="analysis",
+                                 initializer=limits.lower_this_thread)
+
+
+def in_background(fn, *args, **kw):
+    """``fn(*args, **kw)`` on one of the lowered analysis threads; the caller waits for its result (and
+    gets its exception). The page's script context goes along, so a progress bar ``fn`` updates is drawn,
+    and a click that stops the script stops ``fn`` at its next update, as on the script's own thread."""
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx  # noqa: PLC0415
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+
+    def call():
+        if ctx is not None:
+            add_script_run_ctx(threading.current_thread(), ctx)
+        return fn(*args, **kw)
+
+    return _BACKGROUND.submit(call).result()
 for _kind in quota.DEFAULTS:  # a malformed ATTENTION_EXPLORER_*_PER_MINUTE fails at start, not on a page
     quota.limit(_kind)
 
@@ -389,7 +410,7 @@ def _lens(name: str, stamp: float | None, texts: tuple[str, ...], sentence: int,
     m, _ = _load(name, stamp)
     # a cache hit never gets here: it costs no quota and never waits for a slot
     with quota.spend("lens"), _ANALYSIS_SLOTS, _RUN_SLOTS:
-        return lens_data(m, _run, sentence)
+        return in_background(lens_data, m, _run, sentence)
 
 
 def lens(name: str, texts: list[str], run: RunData, sentence: int) -> LensData:
@@ -441,7 +462,7 @@ def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progr
         m, _ = _load(name, stamp)
         where_kw = {"stack": where} if kind == "positions" else {"block": where}
         with quota.spend("patching"), _ANALYSIS_SLOTS, _RUN_SLOTS:
-            return mp.patch(m, clean, corrupted, kind, max_forwards=bound, progress=progress, cancel=cancel,
-                            **where_kw)
+            return in_background(mp.patch, m, clean, corrupted, kind, max_forwards=bound, progress=progress,
+                                 cancel=cancel, **where_kw)
 
     return _PATCHES.get((name, stamp, clean, corrupted, kind, where, bound), make)

@@ -223,3 +223,33 @@ def run_slots(environ=None, *, quota: float | None | str = "read", cpus: int | N
     if limit is not None:
         n = min(n, math.ceil(limit))
     return max(1, min(n, cap))
+
+
+# --- work that may wait: a lower CPU priority for its threads --------------------------------------
+# A replica is one process on about one core: a page's logit lens (~ a forward pass through every
+# layer's readout) or patching experiment (hundreds of forward passes) shares that core with every
+# other learner's clicks. Run slots bound how many run at once, not who gets the core. On Linux a
+# thread's nice value is its own (setpriority on the thread id), so the threads that run such work
+# are lowered once when they start (``lower_this_thread``: nice 10 is about a tenth of a nice-0
+# thread's share under CFS while both want the core) and a learner's forward pass goes first.
+BACKGROUND_NICE = 10
+
+
+def thread_nice(tid: int | None = None) -> int:
+    """The nice value of a thread of this process (this thread by default)."""
+    import threading  # noqa: PLC0415
+
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id() if tid is None else tid)
+
+
+def lower_this_thread(nice: int = BACKGROUND_NICE) -> bool:
+    """Lower the calling thread's CPU priority to ``nice`` (never raise it: that needs privileges);
+    False where the system has no per-thread priority."""
+    import threading  # noqa: PLC0415
+
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
+        return True
+    except (OSError, AttributeError):
+        return False

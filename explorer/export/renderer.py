@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from model import limits
 from explorer.views.theme import DEFAULT_THEME, get_theme
 
 from .frames import current_figure
@@ -97,9 +98,17 @@ def _chromium_class():
         raise ExportUnavailable("This kaleido cannot start chromium with a scrubbed environment (the "
                                 "server's secrets would reach the browser).", install="pip install 'kaleido==1.5.0'")
 
+    nice = shutil.which("nice")
+
     class ScrubbedChromium(Chromium):
         def get_env(self):
             return browser_env()
+
+        def get_cli(self):
+            # the browser renders at a lower CPU priority (nice 10; `nice` execs it in place): on a shared
+            # replica, the other learners' clicks go first while an export draws (model/limits.py)
+            cli = list(super().get_cli())
+            return [nice, "-n", str(limits.BACKGROUND_NICE), *cli] if nice else cli
 
     return ScrubbedChromium
 

@@ -59,8 +59,10 @@ LEAN_DOWNLOADS = _lean in ("1", "true", "yes", "on") if _lean else HOSTED
 # ATTENTION_EXPLORER_MAX_RUNS overrides (model/limits.py: run_slots)
 MAX_CONCURRENT_RUNS = limits.run_slots()
 _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
-# the logit lens and patching (seconds each) take at most all the slots but one: however many pages ask for
-# them, a plain run (a learner's click, a new sentence) always finds a slot within one forward pass
+# the logit lens and patching (seconds each) have slots of their own, at most all the run slots but one, and
+# take no run slot: an experiment that holds a core's thread for many seconds (longer at its lowered
+# priority, below) never halves how many learners' runs go at once (bench/noisy.py: with a run slot held
+# by a lowered patching run, a burst of new sentences queued on the one slot left)
 ANALYSIS_SLOTS = max(1, MAX_CONCURRENT_RUNS - 1)
 _ANALYSIS_SLOTS = threading.BoundedSemaphore(ANALYSIS_SLOTS)
 # ...and they run on threads of lower CPU priority (nice 10, model/limits.py: lower_this_thread), so that
@@ -409,7 +411,7 @@ ANALYSIS_CACHE_ENTRIES = 8
 def _lens(name: str, stamp: float | None, texts: tuple[str, ...], sentence: int, _run: RunData) -> LensData:
     m, _ = _load(name, stamp)
     # a cache hit never gets here: it costs no quota and never waits for a slot
-    with quota.spend("lens"), _ANALYSIS_SLOTS, _RUN_SLOTS:
+    with quota.spend("lens"), _ANALYSIS_SLOTS:
         return in_background(lens_data, m, _run, sentence)
 
 
@@ -461,7 +463,7 @@ def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progr
     def make():
         m, _ = _load(name, stamp)
         where_kw = {"stack": where} if kind == "positions" else {"block": where}
-        with quota.spend("patching"), _ANALYSIS_SLOTS, _RUN_SLOTS:
+        with quota.spend("patching"), _ANALYSIS_SLOTS:
             return in_background(mp.patch, m, clean, corrupted, kind, max_forwards=bound, progress=progress,
                                  cancel=cancel, **where_kw)
 

@@ -77,15 +77,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(log: Path | None = None, env: dict | None = None):
-    """``streamlit run explorer/app.py`` on a free local port until the block ends; yields its URL
+def streamlit_process(log: Path | None = None, env: dict | None = None, script: str = "explorer/app.py"):
+    """``streamlit run SCRIPT`` on a free local port until the block ends; yields (its URL, the process)
     once /_stcore/health answers (fails the test if it does not within 120 s)."""
     import pytest
 
     port = free_port()
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "explorer/app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
@@ -102,7 +102,7 @@ def streamlit_server(log: Path | None = None, env: dict | None = None):
                 time.sleep(0.5)
         else:
             pytest.fail(f"streamlit did not become healthy (exit code {proc.poll()}; log: {log})")
-        yield url
+        yield url, proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -111,3 +111,11 @@ def streamlit_server(log: Path | None = None, env: dict | None = None):
             os.killpg(proc.pid, signal.SIGKILL)
         if log:
             out.close()
+
+
+@contextmanager
+def streamlit_server(log: Path | None = None, env: dict | None = None):
+    """``streamlit run explorer/app.py`` on a free local port until the block ends; yields its URL
+    once /_stcore/health answers (fails the test if it does not within 120 s)."""
+    with streamlit_process(log, env) as (url, _proc):
+        yield url

@@ -16,9 +16,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import os
-import signal
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -29,9 +26,8 @@ import psutil
 import pytest
 
 from explorer import edges
-from tests.helpers import free_port
+from helpers import streamlit_process
 
-ROOT = Path(__file__).resolve().parent.parent
 websockets = pytest.importorskip("websockets")
 BackMsg = pytest.importorskip("streamlit.proto.BackMsg_pb2").BackMsg
 ForwardMsg = pytest.importorskip("streamlit.proto.ForwardMsg_pb2").ForwardMsg
@@ -117,32 +113,9 @@ def test_guarded_when_hosted_or_with_a_code():
 
 @contextmanager
 def server(script: str, log: Path, env: dict):
-    port = free_port()
-    out = open(log, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **env})
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail(f"the server did not start (exit {proc.poll()}): {log.read_text()[-2000:]}")
-        yield port, proc.pid
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        out.close()
+    """``streamlit run SCRIPT`` (tests/helpers.py: streamlit_process) on one thread; yields (port, pid)."""
+    with streamlit_process(log, {"OMP_NUM_THREADS": "1", **env}, script=script) as (url, proc):
+        yield int(url.rsplit(":", 1)[1]), proc.pid
 
 
 def rerun_msg(**widgets) -> BackMsg:

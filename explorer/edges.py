@@ -48,9 +48,11 @@ REFUSAL = b"Not available on this server.\n"
 
 def guarded(environ=None) -> bool:
     """Whether the allow-list applies: a hosted server, or any server that asks for an access code."""
+    from explorer import access  # noqa: PLC0415
+
     env = os.environ if environ is None else environ
     hosted = (env.get("ATTENTION_EXPLORER_HOSTED") or "").strip().lower() in ("1", "true", "yes", "on")
-    return hosted or bool((env.get("ATTENTION_EXPLORER_ACCESS_CODE") or "").strip())
+    return hosted or bool(access.configured(env))
 
 
 def _relative(path: str, root: str = "") -> str:

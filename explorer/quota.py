@@ -66,9 +66,9 @@ def enabled(environ=None) -> bool:
     raw = (env.get(QUOTAS_ENV) or "").strip()
     if raw:
         return _truthy(raw)
-    from explorer import access
+    from explorer import edges
 
-    return _truthy(env.get("ATTENTION_EXPLORER_HOSTED") or "") or bool(access.configured(env))
+    return edges.guarded(env)  # the servers whose every edge is guarded: hosted, or with an access code
 
 
 @dataclass(frozen=True)

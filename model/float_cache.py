@@ -235,8 +235,11 @@ def _hold(marker: str) -> None:
     while the write is in progress (tests/test_faults.py). Unset, ``_write_file`` never calls it."""
     Path(marker).write_text(f"{os.getpid()}\n")
     deadline = time.monotonic() + HOLD_S
-    while not _stop.wait(0.05) and time.monotonic() < deadline:
-        pass
+    # time.sleep, not _stop.wait: a Ctrl-C that lands inside Event.wait's lock hand-over in the main
+    # thread can leave the event's lock held, and the exit handler's _stop.set() then waits on it
+    # forever (the full suite hung here once for over 60 s); sleep and is_set take no lock
+    while not _stop.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)
     check_stop()
 
 

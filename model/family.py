@@ -607,6 +607,8 @@ def family_of(raw: object, source: str) -> Family:
     if not isinstance(raw, dict):
         raise WeightsError(f"{source} holds a {type(raw).__name__}, not a JSON object")
     model_type = raw.get("model_type")
+    if model_type is None and any(str(a).startswith("Bert") for a in raw.get("architectures") or ()):
+        model_type = "bert"  # BERT configs written before model_type existed name only their class
     if model_type not in FAMILIES:
         raise WeightsError(f"{source}: model_type {model_type!r} is not supported; supported model_types: "
                            f"{supported()}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import HookedModel
-from .bert import load_bert
 from .errors import WeightsError
 from .llama import load_gguf
 
@@ -39,7 +38,9 @@ def load_named(name: str) -> HookedModel:
                            f"run `{fetch.fetch_command(name)}` (set {fetch.ENV_VAR} to use "
                            f"another cache folder)")
     if name == "minilm":
-        return load_bert(folder, name=name, description=DESCRIPTIONS[name])
+        from .hf import load_folder
+
+        return load_folder(folder, name=name, description=DESCRIPTIONS[name])
     if name == "gemma3":
         from .gguf_family import load_gguf_family
 
@@ -52,12 +53,10 @@ def load_path(path: str | Path) -> HookedModel:
     Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> by its
     architecture (llama with a byte-level vocabulary: model/llama.py; qwen2, qwen3, gemma3 and llama
     with a SentencePiece vocabulary: model/gguf_family.py); anything else -> WeightsError."""
-    from .hf import load_folder, model_type_of
+    from .hf import load_folder
 
     path = Path(path).expanduser()
     if path.is_dir():
-        if (path / "config.json").is_file() and model_type_of(path) is None:
-            return load_bert(path)  # an old BERT config.json without a model_type
         return load_folder(path)  # an unknown model_type is refused with the supported ones listed
     if path.is_file() and path.suffix.lower() == ".gguf":
         from .gguf_family import ARCHITECTURES, architecture, load_gguf_family, reads

@@ -796,3 +796,23 @@ def test_weights_laid_out_for_the_products_with_the_same_numbers(family, runs):
     _, cache_c = bad.run_with_cache(meta["sentences"])
     last = [h for h in cache_a if h.endswith("hook_resid_post")][-1]
     assert not two_runs_agree(cache_a[last], cache_c[last], m.info)
+
+
+def test_a_bert_config_written_before_model_type_existed_loads_as_bert(tmp_path):
+    """Old BERT config.json files (all-MiniLM's first upload among them) name only their class; one
+    that names neither a model_type nor a BERT class is refused with the supported types listed."""
+    import shutil
+
+    folder = tmp_path / "old-bert"
+    shutil.copytree(FIXTURES / "bert", folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    del cfg["model_type"]
+    (folder / "config.json").write_text(json.dumps(cfg))
+    old, new = model.load(folder), model.load(FIXTURES / "bert")
+    assert old.info.family == "bert"
+    texts = ["the cat", "a dog sat"]
+    assert torch.equal(old.run(texts).hidden, new.run(texts).hidden)
+    cfg["architectures"] = ["SomethingElse"]
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(WeightsError, match="model_type None is not supported; supported model_types: gpt2"):
+        model.load(folder)

@@ -148,7 +148,7 @@ def test_graph_reads_relative_local_and_from_imports(tmp_path):
 def test_the_graph_sees_the_project():
     graph = import_graph()
     assert {"model", "model.registry", "model.errors", "explorer.app", "bench.models"} <= set(graph)
-    assert "model.errors" in graph["model.bert"] and "model.errors" in graph["model.llama"]
+    assert "model.errors" in graph["model.family"] and "model.errors" in graph["model.hf"]
     assert graph["model.errors"] == set()  # a leaf
 
 

@@ -296,9 +296,13 @@ def test_cli_missing_weights_names_the_command(tmp_path):
 
 @needs_chromium
 def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
+    """"--stages all" writes a file for every stage this model has, named after it, and a table for
+    those that have one; a few stages in the default formats (png, svg, pdf) write one file per stage and
+    format. Every stage in every image format goes through the same render_items in the bundle above
+    (test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_file)."""
     out = tmp_path / "slides"
     r = run_cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
-                "--stages", "all", "--format", "png,svg,pdf", "--out", str(out))
+                "--stages", "all", "--format", "svg,csv", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "exporting" in r.stderr  # the progress bar
     files = sorted(p.name for p in out.iterdir())
@@ -306,10 +310,21 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
     # "all": every stage the model has, but those drawn on demand (the tutorial 002 preset) and the what-if ones
     applicable = [s for s in ex.stage_ids() if views.ready(s, info) and not views.REGISTRY[s].on_demand]
     assert len(applicable) < len(ex.stage_ids())  # "all" skips what this model doesn't have
-    n = len(applicable)
-    assert len(files) == 3 * n
+    order = ex.stage_ids()
+    stems = [f"tiny_s0-안녕-cat_encoder.self_attn_L1_H1_{order.index(s) + 1:02d}-{ex.slugify(s)}" for s in applicable]
+    assert [f for f in files if f.endswith(".svg")] == sorted(f"{stem}.svg" for stem in stems), files
+    tables = [f[:-len(".csv")] for f in files if f.endswith(".csv")]
+    assert tables and set(tables) <= set(stems) and len(files) == len(stems) + len(tables), files
+
+    few = applicable[:2]
+    out = tmp_path / "few"
+    r = run_cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
+                "--stages", ",".join(few), "--out", str(out), "--quiet")  # the default formats
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) == 3 * len(few)
     for fmt in ("png", "svg", "pdf"):
-        assert sum(f.endswith("." + fmt) for f in files) == n
+        assert sum(f.endswith("." + fmt) for f in files) == len(few)
     assert all(f.startswith("tiny_s0-안녕-cat_") and "_L1_H1_" in f for f in files), files
     png = next(out.glob("*.png")).read_bytes()
     w, h = THEMES["presentation"].width, THEMES["presentation"].height

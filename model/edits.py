@@ -49,7 +49,6 @@ import torch
 
 from .hooks import HookFn
 from .parts import Rotary
-from .positional import apply_rotary, rotary_tables
 
 BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 MIN_VALUE, MAX_VALUE = 1e-3, 1e3  # bounds of scale and temperature
@@ -520,12 +519,8 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
     if edits.of_kind(NoPosition):
         fns.update({n: lambda x, n: torch.zeros_like(x) for n in names
                     if n.endswith((".hook_pos_embed", ".hook_position_bias"))})
-        if info.positional == "rotary":
-            family = getattr(model, "family", None)
-            if family is not None and getattr(family, "positions", None) == "rotary":
-                fns.update(_unrotate_family_fns(names, family))
-            else:
-                fns.update(_unrotate_fns(names, info.d_head, float(info.positional_base)))
+        if info.positional == "rotary":  # every rotary model is built from a family (model/parts.py)
+            fns.update(_unrotate_family_fns(names, model.family))
     return fns
 
 
@@ -561,15 +556,5 @@ def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
                      family.rope_interleaved)
         rot.sin = -rot.sin  # the inverse rotation (made for this call only)
         return rot.apply(x)
-
-    return _unrotate_hooks(names, rotate_back)
-
-
-def _unrotate_fns(names: list[str], d_head: int, base: float) -> dict[str, HookFn]:
-    """no_position on the Llama class (model/llama.py): one base, every dimension rotated."""
-
-    def rotate_back(x: torch.Tensor, name: str, t: int) -> torch.Tensor:
-        cos, sin = rotary_tables(torch.arange(t, device=x.device), d_head, base)  # 2 × (T, hs)
-        return apply_rotary(x, cos, -sin)  # the inverse rotation
 
     return _unrotate_hooks(names, rotate_back)

@@ -151,7 +151,7 @@ def conversion_lock(source: Path) -> Iterator[bool]:
 def load_or_convert(source: Path, conv: Path, load, convert):
     """The model from ``conv``, the float cache of ``source`` (``load()``: the model, or None when the
     cache is missing or does not match), else from ``convert()``, run once across processes: whoever
-    waited on the lock while another converted reads what it wrote (model/llama.py, model/gguf_family.py)."""
+    waited on the lock while another converted reads what it wrote (model/gguf_family.py)."""
     seen = identity(conv)
     m = load()
     if m is not None:

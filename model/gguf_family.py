@@ -1,12 +1,11 @@
-"""GGUF files read onto the family parts (model/generic.py): the qwen2, qwen3 and gemma3
-architectures, and llama files whose tokenizer is SentencePiece-style (Llama 2, Mistral).
+"""GGUF files read onto the family parts (model/generic.py): the llama (byte-level or
+SentencePiece vocabulary: SmolLM2, Llama 2 and 3, Mistral), qwen2, qwen3 and gemma3 architectures.
+This is the project's one GGUF reader.
 
 The metadata becomes the config.json a Hugging Face folder would hold, and model/family.py reads
 it as it reads any folder's: one description of each family, whatever the file. Tensor names map
 onto the parts; every size is checked against the tensors the file holds (shapes from the header,
 on a model built on the meta device) before anything is dequantized; nothing is unpickled.
-llama GGUFs with a byte-level vocabulary (SmolLM2, Llama 3) keep their own reader (model/llama.py,
-with its float32 cache).
 
     GGUF                          ours
     token_embd / output_norm / output      decoder.embed / decoder.ln_final / unembed
@@ -17,7 +16,7 @@ with its float32 cache).
     blk.{i}.post_attention_norm, post_ffw_norm   ln1_post, ln2_post (gemma3's sandwich)
 
 llama.cpp's converter interleaves the rows of W_Q and W_K of llama files for its rotary layout
-(undone here, as model/llama.py does); qwen2, qwen3 and gemma3 keep Hugging Face's layout. Gemma's
+(``unpermute`` undoes it); qwen2, qwen3 and gemma3 keep Hugging Face's layout. Gemma's
 norms are stored as 1 + w (the converter adds the 1), so they are read as plain RMSNorms; its
 attention scale is llama.cpp's (1/√head_dim; 1/√(d_model/heads) for the 62-layer 27B), its local
 layers every sixth one full (unless the file says otherwise) with rotary base 10000 (GEMMA3 below
@@ -25,9 +24,9 @@ says where each of these facts comes from). qwen2's sliding window is not part o
 (llama.cpp does not use one).
 
 A file of CACHE_FROM_BYTES or more is converted once: the float32 tensors, the config and the
-tokenizer go to a float cache (model/float_cache.py, as for SmolLM2), and later loads read only
-that (Gemma 3 270M: ~75 s to read the metadata, rebuild the 262,144-piece tokenizer and dequantize;
-a few seconds from the cache).
+tokenizer go to a float cache (model/float_cache.py), and later loads read only that (SmolLM2
+135M: ~10 s to read and dequantize, about a second from the cache; Gemma 3 270M: ~75 s to read
+the metadata, rebuild the 262,144-piece tokenizer and dequantize, a few seconds from the cache).
 """
 from __future__ import annotations
 
@@ -55,7 +54,7 @@ CONVERTED_VERSION = "1"  # bump when the conversion, the config or the tokenizer
 CACHE_FROM_BYTES = 32 << 20  # smaller files load from the GGUF directly in about a second
 log = logging.getLogger(__name__)
 
-ARCHITECTURES = ("qwen2", "qwen3", "gemma3")  # read here, and "llama" with a SentencePiece vocabulary
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3")
 MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3_text"}
 TOKENIZER_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.merges",
                   "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
@@ -94,7 +93,19 @@ def gguf_name(mine: str) -> str:
 GGUF_KEYS = {"vocab_size": "len(tokenizer.ggml.tokens)", "hidden_size": "embedding_length",
              "num_attention_heads": "attention.head_count", "num_key_value_heads": "attention.head_count_kv",
              "head_dim": "attention.key_length", "intermediate_size": "feed_forward_length",
-             "max_position_embeddings": "context_length"}
+             "max_position_embeddings": "context_length", "num_hidden_layers": "block_count",
+             "rope_theta": "rope.freq_base", "rms_norm_eps": "attention.layer_norm_rms_epsilon",
+             "sliding_window": "attention.sliding_window", "rope_local_base_freq": "rope.freq_base_swa"}
+
+
+def gguf_words(message: str, arch: str) -> str:
+    """A message about the config.json the metadata became, in the file's own metadata keys
+    ("num_hidden_layers is 10000" -> "llama.block_count is 10000")."""
+    def key(m: re.Match) -> str:
+        k = GGUF_KEYS[m.group(0)]
+        return k if "(" in k else f"{arch}.{k}"
+
+    return re.sub(r"\b(" + "|".join(GGUF_KEYS) + r")\b", key, message)
 
 
 def gguf_said(f, arch: str):
@@ -106,21 +117,19 @@ def gguf_said(f, arch: str):
     return dataclasses.replace(f, said=tuple((sym, re.sub(r"\b(\w+)=", key, text)) for sym, text in f.said))
 
 
-def architecture(path: Path) -> tuple[str | None, str | None]:
-    """(general.architecture, tokenizer.ggml.model) of a GGUF file; Nones when it is not readable."""
-    try:
-        import gguf
-
-        fields = gguf.GGUFReader(str(path)).fields
-        return tuple(fields[k].contents() if k in fields else None  # type: ignore[return-value]
-                     for k in ("general.architecture", "tokenizer.ggml.model"))
-    except Exception:  # not a GGUF, truncated: the llama reader gives the message
-        return None, None
+def reads(arch: str | None) -> bool:
+    """Whether this reader reads a file of this architecture."""
+    return arch in ARCHITECTURES
 
 
-def reads(arch: str | None, tokenizer: str | None) -> bool:
-    """Whether this reader reads such a file (else model/llama.py does, or nobody)."""
-    return arch in ARCHITECTURES or (arch == "llama" and tokenizer == "llama")
+def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's rotary row order: per head, rows (0, h/2, 1, h/2+1, ...) -> (0..h/2, h/2..h).
+
+    w: (n_heads * hs, d_in). llama.cpp wrote w.view(nh, 2, hs/2, d).transpose(1, 2).
+    """
+    out, d_in = w.shape
+    hs = out // n_heads
+    return w.view(n_heads, hs // 2, 2, d_in).transpose(1, 2).reshape(out, d_in)  # (nh*hs, d)
 
 
 # What a gemma3 GGUF does not store, from the architecture's published definition. llama.cpp's
@@ -205,8 +214,12 @@ def _read_meta(path: Path) -> tuple[object, dict]:
     return reader, meta
 
 
-def _family(config: dict, source: str):
-    f = family_of(config, source)
+def _family(config: dict, source: str, arch: str):
+    """The Family of the config.json the metadata became; a message in the file's own keys."""
+    try:
+        f = family_of(config, source)
+    except WeightsError as e:
+        raise WeightsError(gguf_words(str(e), arch)) from None
     if f.norm == "rms1p":  # Gemma: the file holds 1 + w
         f = dataclasses.replace(f, norm="rms")
     return f
@@ -246,17 +259,16 @@ def _read_gguf(path: Path, name: str | None, description: str):
 
     from .gguf_spm import spm_tokenizer_from_gguf
     from .gguf_tokenizer import special_token, tokenizer_from_gguf
-    from .llama import unpermute
 
     reader, meta = _read_meta(path)
     arch, spm = meta.get("general.architecture"), meta.get("tokenizer.ggml.model") == "llama"
-    if not reads(arch, meta.get("tokenizer.ggml.model")):
-        raise WeightsError(f"{path.name}: architecture {arch!r} is not read here ({', '.join(ARCHITECTURES)}, "
-                           f"llama with a SentencePiece vocabulary)")
+    if not reads(arch):
+        raise WeightsError(f"{path.name}: GGUF architecture {arch!r} is not supported; supported: "
+                           f"{', '.join(ARCHITECTURES)}")
     tensors = {t.name: t for t in reader.tensors}
     source = f"{path.name} ({arch})"
     config = config_of(meta, arch, set(tensors), source)
-    f = _family(config, source)
+    f = _family(config, path.name, arch)  # family_of adds the model_type: "x.gguf (llama): ..."
 
     ours = {}
     for t in tensors:
@@ -312,7 +324,7 @@ def _from_cache(conv: Path, path: Path, name: str | None, description: str) -> T
     meta, state = found
     try:
         arch, source = meta["arch"], f"{conv.name} ({meta['arch']})"
-        f = _family(json.loads(meta["config"]), source)
+        f = _family(json.loads(meta["config"]), conv.name, arch)
         tt = TextTokenizer(Tokenizer.from_str(meta["tokenizer"]), **json.loads(meta["specials"]))
         m = _assemble(f, tt, meta["spm"] == "1", {k: tuple(v.shape) for k, v in state.items()}, source, arch,
                       name or path.stem, description or f"{arch} GGUF {path.name}")
@@ -332,15 +344,21 @@ def _convert(path: Path, conv: Path, name: str | None, description: str) -> Tran
     return m
 
 
+def _check_magic(path: Path) -> None:
+    if not path.is_file():
+        raise WeightsError(f"GGUF file not found: {path}")
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise WeightsError(f"{path.name} is not a GGUF file (no GGUF magic bytes)")
+
+
 def load_gguf_family(path: str | Path, name: str | None = None, description: str = "") -> Transformer:
-    """Load a qwen2, qwen3, gemma3 (or SentencePiece llama) GGUF, any quantization the `gguf`
-    package dequantizes; a file of CACHE_FROM_BYTES or more through its float cache (written by
-    the first load; concurrent first loads convert once, the others wait and read it)."""
+    """Load a llama, qwen2, qwen3 or gemma3 GGUF, any quantization the `gguf` package dequantizes;
+    a file of CACHE_FROM_BYTES or more through its float cache (written by the first load;
+    concurrent first loads convert once, the others wait and read it)."""
     path = Path(path)
-    try:
-        big = path.stat().st_size >= CACHE_FROM_BYTES
-    except OSError:
-        raise WeightsError(f"GGUF file not found: {path}") from None
+    _check_magic(path)
+    big = path.stat().st_size >= CACHE_FROM_BYTES
     if not big:
         return _read_gguf(path, name, description)[0]
     conv = converted_path(path)

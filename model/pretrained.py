@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .base import HookedModel
 from .errors import WeightsError
-from .llama import load_gguf
 
 DESCRIPTIONS = {
     "minilm": "all-MiniLM-L6-v2: a 6-layer BERT encoder (sentence embeddings)",
@@ -41,33 +40,25 @@ def load_named(name: str) -> HookedModel:
         from .hf import load_folder
 
         return load_folder(folder, name=name, description=DESCRIPTIONS[name])
-    if name == "gemma3":
-        from .gguf_family import load_gguf_family
+    from .gguf_family import load_gguf_family
 
-        return load_gguf_family(folder / fetch.GEMMA3_FILE, name=name, description=DESCRIPTIONS[name])
-    return load_gguf(folder / GGUF_FILE, name=name, description=DESCRIPTIONS[name])
+    file = fetch.GEMMA3_FILE if name == "gemma3" else GGUF_FILE
+    return load_gguf_family(folder / file, name=name, description=DESCRIPTIONS[name])
 
 
 def load_path(path: str | Path) -> HookedModel:
     """A checkpoint folder -> the family its config.json names (model/hf.py: GPT-2, Llama, Mistral,
-    Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> by its
-    architecture (llama with a byte-level vocabulary: model/llama.py; qwen2, qwen3, gemma3 and llama
-    with a SentencePiece vocabulary: model/gguf_family.py); anything else -> WeightsError."""
+    Qwen2, Qwen3, Gemma 3, BERT, RoBERTa, DistilBERT, Marian, T5); a .gguf file -> model/gguf_family.py
+    (llama, qwen2, qwen3, gemma3); anything else -> WeightsError."""
     from .hf import load_folder
 
     path = Path(path).expanduser()
     if path.is_dir():
         return load_folder(path)  # an unknown model_type is refused with the supported ones listed
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from .gguf_family import ARCHITECTURES, architecture, load_gguf_family, reads
+        from .gguf_family import load_gguf_family
 
-        arch, vocab = architecture(path)
-        if reads(arch, vocab):
-            return load_gguf_family(path)
-        if arch not in (None, "llama"):
-            raise WeightsError(f"{path.name}: GGUF architecture {arch!r} is not supported; supported: "
-                               f"llama, {', '.join(ARCHITECTURES)}")
-        return load_gguf(path)  # llama, or a file that is not a readable GGUF (its message)
+        return load_gguf_family(path)  # an architecture it does not read is refused with the ones it does
     if not path.exists():
         raise WeightsError(f"no such file or folder: {path}")
     raise WeightsError(f"{path.name}: expected a checkpoint folder (config.json + "

@@ -79,7 +79,7 @@ def record(m, edits: str | None = None, ids: torch.Tensor | None = None) -> tupl
         ids = logit_ids(out.logits, m.info.vocab_size) if ids is None else ids
         tensors["logit_ids"] = ids
         tensors["logits"] = out.logits[..., ids].contiguous()
-    if out.hidden is not None:
+    if out.hidden is not None and m.info.kind == "encoder":  # an encoder's output (a decoder's: its logits)
         tensors["hidden"] = out.hidden.contiguous()
     if m.info.kind != "encoder":
         stack = "decoder"

@@ -23,7 +23,8 @@ from explorer import export as ex
 from explorer.export.renderer import FORMULA_START
 from explorer.views import analysis as an
 from explorer.views import data, stages
-from model.llama import Llama, LlamaConfig
+from model.family import Family
+from model.generic import Transformer
 from model.tokenizer import char_tokenizer
 
 pytestmark = pytest.mark.timeout(900)
@@ -34,17 +35,19 @@ HOSTILE = ["<b>bold</b> <script>x</script> =cmd|' /C calc'!A0 😀", "+SUM(1) @x
 HAVE_CHROMIUM = ex.unavailable_reason() is None
 
 
-def tiny_llama(seed: int = 0) -> Llama:
+def tiny_llama(seed: int = 0) -> Transformer:
     """A small random Llama with untied output and a non-trivial final norm (so readout must apply it)."""
     torch.manual_seed(seed)
     tok = char_tokenizer()
-    cfg = LlamaConfig(vocab_size=tok.vocab_size, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, d_ff=48,
-                      d_head=8, tied=False, max_len=256)
-    m = Llama(cfg, tok, name="tiny-llama")
+    f = Family(model_type="llama", kind="decoder", vocab_size=tok.vocab_size, d_model=32, n_layers=3, n_heads=4,
+               n_kv_heads=2, d_head=8, d_ff=48, max_len=256, norm="rms", placement="pre", act="silu", gated=True,
+               positions="rotary", tie_word_embeddings=False, pad_id=tok.pad_id, bos_id=tok.bos_id,
+               eos_ids=(tok.eos_id,))
+    m = Transformer(f, tok, name="tiny-llama", tied_output=False)
     with torch.no_grad():
-        m.decoder.norm.weight.uniform_(0.5, 2.0)
+        m.decoder.ln_final.weight.uniform_(0.5, 2.0)
         m.decoder.embed.weight.normal_(0, 1)
-    return m.eval()
+    return m.requires_grad_(False).eval()
 
 
 def load_or_skip(name: str):
@@ -91,7 +94,7 @@ def test_readout_of_the_last_layer_is_the_models_logits(which, seed_model):
     # and the check can fail: the stream without the final norm (Llama) or another layer is not the logits
     wrong = cache["decoder.blocks.0.hook_resid_post"] if which == "seed" else last_resid(m, cache)
     with torch.inference_mode():
-        wrong_logits = wrong @ (m.embedding.weight if which == "seed" else m.lm_head.weight).T
+        wrong_logits = wrong @ (m.embedding.weight if which == "seed" else m.unembed.weight).T
     assert not close(wrong_logits, out.logits, m.info)
 
 

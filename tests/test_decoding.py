@@ -8,6 +8,8 @@ wrong position offset, and a cache that loses the newest key, are shown to be ca
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import random
 from pathlib import Path
@@ -130,11 +132,11 @@ def llama(tiny_llama):
     the sentences of a batch finish at different steps; the random weights rarely write the
     file's own end token."""
     m, _ = tiny_llama
-    eos = m.tokenizer.eos_id
+    family = m.family
     free = m.generate_with_cache(LLAMA_TEXTS, 12)
-    m.tokenizer.eos_id = free.token_ids[1][2]
+    m.family = dataclasses.replace(family, eos_ids=(free.token_ids[1][2],))
     yield m
-    m.tokenizer.eos_id = eos
+    m.family = family
 
 
 # --- the seed encoder–decoder ------------------------------------------------------------------
@@ -400,15 +402,15 @@ def test_a_wrong_seed_offset_is_caught(seed, monkeypatch):
 
 def test_a_wrong_rotary_offset_is_caught(llama, monkeypatch):
     """Rotating a step's new query/key by the position one too far."""
-    from model import llama as llama_module
+    from model.parts import Rotary
 
-    right = llama_module.rotary_tables
+    right = Rotary.__init__
 
-    def off_by_one(positions, d_head, base):
+    def off_by_one(self, positions, rope, dims, interleaved=False):
         one_step = positions.dim() == 2 and positions.shape[1] == 1
-        return right(positions + 1 if one_step else positions, d_head, base)
+        right(self, positions + 1 if one_step else positions, rope, dims, interleaved)
 
-    monkeypatch.setattr(llama_module, "rotary_tables", off_by_one)
+    monkeypatch.setattr(Rotary, "__init__", off_by_one)
     cached = llama.generate_with_cache(LLAMA_TEXTS, 4)
     full = llama.generate_with_cache(LLAMA_TEXTS, 4, use_cache=False)
     bad = step_mismatches(cached, full)

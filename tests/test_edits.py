@@ -326,18 +326,18 @@ def test_no_position_makes_the_encoder_permutation_equivariant(seed, small, bert
 
 
 def test_no_position_undoes_rotary(llama, monkeypatch):
-    from model import llama as llama_module
+    from model.parts import Rotary
 
     texts = ["the cat sat on the mat.", "a dog"]
     out, cache = llama.run_with_cache(texts, edits="no_position")
-    rotary_tables = llama_module.rotary_tables
+    right = Rotary.__init__
 
-    def no_rotation(positions, d_head, base):
-        cos, sin = rotary_tables(positions, d_head, base)
-        return torch.ones_like(cos), torch.zeros_like(sin)
+    def no_rotation(self, *args, **kwargs):
+        right(self, *args, **kwargs)
+        self.cos, self.sin = torch.ones_like(self.cos), torch.zeros_like(self.sin)
 
     with monkeypatch.context() as mp:
-        mp.setattr(llama_module, "rotary_tables", no_rotation)
+        mp.setattr(Rotary, "__init__", no_rotation)
         ref_out, ref = llama.run_with_cache(texts)  # the same llama, built without rotation
     assert torch.allclose(out.logits, ref_out.logits, atol=1e-4)
     for n in ("hook_q", "hook_k", "hook_scores"):

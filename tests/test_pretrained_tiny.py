@@ -300,7 +300,7 @@ def check_block_hooks(loaded):
         x, attn_out = cache[b + "hook_resid_pre"], cache[b + "self_attn.hook_out"]
         hidden, ffn_out = cache[b + "hook_ffn_hidden"], cache[b + "hook_ffn_out"]
         assert hidden.shape == (B, T, info.d_ff)
-        ffn = block.ffn if info.norm == "post-LayerNorm" else block.mlp
+        ffn = block.ffn
         assert torch.allclose(ffn.project(hidden), ffn_out, atol=1e-6)
         if info.norm == "post-LayerNorm":
             assert torch.equal(cache[b + "hook_attn_sum"], x + attn_out)
@@ -346,7 +346,8 @@ def test_hook_shapes_and_attention_maths(loaded):
         assert q.shape == k.shape == v.shape == (B, H, T, hs)
         mask, pattern = cache[a + "hook_mask"], cache[a + "hook_pattern"]
         assert mask.dtype == torch.bool and mask.shape == (B, 1, T, T)
-        assert torch.equal(cache[a + "hook_scores"], q @ k.transpose(-2, -1) / math.sqrt(hs))
+        # q·kᵀ times the scale 1/√hs, as the model multiplies (exact: the same float32 products)
+        assert torch.equal(cache[a + "hook_scores"], (q @ k.transpose(-2, -1)) * hs ** -0.5)
         masked = cache[a + "hook_masked_scores"]
         assert torch.isneginf(masked[~mask.expand_as(masked)]).all()
         assert torch.allclose(pattern.sum(-1), torch.ones(B, H, T), atol=1e-6)
@@ -425,7 +426,7 @@ def test_llama_matches_independent_reference(gguf_file):
 def test_llama_untied_output(tmp_path):
     hf = write_llama_gguf(tmp_path / "untied.gguf", tied=False, seed=1)
     m = model.load(tmp_path / "untied.gguf")
-    assert m.lm_head is not None
+    assert m.unembed is not None and not m.info.tied_output
     out, cache = m.run_with_cache(["the cat"])
     assert torch.allclose(out.logits[0], reference_llama(hf, torch.tensor(cache.token_ids[0])), atol=1e-4)
 
@@ -445,20 +446,22 @@ def test_gguf_tokenizer_pre_tokenizers_and_specials(tmp_path):
 
 
 def test_gguf_float_cache_is_reused_and_invalidated(gguf_file, monkeypatch):
-    from model import llama
+    from model import float_cache, gguf_family
 
     path, _ = gguf_file
+    monkeypatch.setattr(gguf_family, "CACHE_FROM_BYTES", 0)  # the tiny file as if it were large
     first = model.load(path)
-    conv = llama.converted_path(path)
+    conv = float_cache.converted_path(path)
     assert conv.is_file() and Path(os.environ[fetch.ENV_VAR]) in conv.parents
 
     def no_reading(*a, **k):
         raise AssertionError("the GGUF was read again")
 
-    monkeypatch.setattr(llama, "read_gguf", no_reading)
+    real_read = gguf_family._read_gguf
+    monkeypatch.setattr(gguf_family, "_read_gguf", no_reading)
     second = model.load(path)  # from the float cache only
     assert torch.equal(first.run(["the cat"]).logits, second.run(["the cat"]).logits)
-    monkeypatch.undo()
+    monkeypatch.setattr(gguf_family, "_read_gguf", real_read)
     write_llama_gguf(path, seed=7)  # the GGUF changes: size/mtime differ, the cache is stale
     os.utime(path, ns=(1, 1))
     third = model.load(path)

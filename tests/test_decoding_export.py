@@ -111,15 +111,20 @@ def check_outputs(out: Path, n_steps: int) -> None:
 
 
 @needs_chromium
-@pytest.mark.parametrize("name", ["seed", "seed-sort"])
-def test_cli_exports_the_decoding_as_gif_and_pdf(tmp_path, name):
+@pytest.mark.parametrize("name, limit", [("seed", 3), ("seed-sort", None)])
+def test_cli_exports_the_decoding_as_gif_and_pdf(tmp_path, name, limit):
+    """seed-sort: the whole timeline, to its end token; seed: cut by --max-new-tokens (its whole
+    "attention" would be ten steps, twenty renders of the same code path)."""
     text = "attention" if name == "seed" else "banana"
     out = tmp_path / "slides"
     r = run_cli("--model", name, "--text", "a first sentence", "--text", text, "--sentence", "1", "--layer", "1",
                 "--head", "2", "--stages", "decoding", "--format", "gif,pdf,png,csv", "--step", "2", "--out",
-                str(out), "--quiet")
+                str(out), "--quiet", *(["--max-new-tokens", str(limit)] if limit else []))
     assert r.returncode == 0, r.stderr
-    n = trace_data(model.load(name), text).n_steps
+    tr = trace_data(model.load(name), text, max_new_tokens=limit)
+    assert tr.finished == (limit is None)  # seed-sort writes its end token; seed is cut
+    n = tr.n_steps
+    assert n == (limit or n)
     check_outputs(out, n)
     names = sorted(p.name for p in out.iterdir())
     assert len(names) == 4 and all(f"_s1-{text}_" in p and "_L1_H2_" in p for p in names), names

@@ -78,23 +78,19 @@ def test_tutorial_002_is_one_click_away_and_back():
 @pytest.mark.parametrize("name", ["seed", pytest.param("minilm", marks=pytest.mark.weights),
                                   pytest.param("smollm2", marks=pytest.mark.weights)])
 def test_the_exporter_writes_the_new_stages(name, tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
+    """The exporter's main() in this process (one import of torch and plotly, one warm chromium for both
+    languages); `python -m explorer.export` as a process, its exit codes and messages: tests/test_export.py."""
     from explorer import export as ex
+    from explorer.export.__main__ import main
 
     if name != "seed" and not fetch.is_fetched(name):
         pytest.skip(f"{name} not fetched (run `{fetch.fetch_command(name)}`)")
     fmt = "csv" if ex.unavailable_reason() else "png,csv"
-    root = Path(__file__).resolve().parent.parent
     for lang in ("en", "ko"):
         out = tmp_path / lang
-        res = subprocess.run([sys.executable, "-m", "explorer.export", "--model", name, "--text", "hello world",
-                              "--text", "안녕하세요", "--layer", "1", "--stages", "shapes,ffn,residual_norm,logits",
-                              "--format", fmt, "--lang", lang, "--out", str(out), "--quiet"],
-                             cwd=root, capture_output=True, text=True, timeout=600)
-        assert res.returncode == 0, res.stderr
+        assert main(["--model", name, "--text", "hello world", "--text", "안녕하세요", "--layer", "1",
+                     "--stages", "shapes,ffn,residual_norm,logits", "--format", fmt, "--lang", lang,
+                     "--out", str(out), "--quiet"]) == 0
         files = sorted(p.name for p in out.iterdir())
         assert files and all(f.startswith(f"{name}_s0-hello-world_") for f in files), files
         for sid in ("shapes", "ffn", "residual_norm"):

@@ -180,7 +180,7 @@ def seed_decoding(m, n_chars: int, reps: int) -> dict:
     does it (up to the input length + 8 tokens), with the key/value cache and without (every step
     recomputes every earlier position), alternating; both must write the same tokens."""
     text = (LONG_TEXT * (1 + n_chars // len(LONG_TEXT)))[:n_chars]
-    _, src, truncated = m._source([text])
+    _, src, _real, truncated = m.source([text])
     max_new = min(src.shape[1] + 8, m.cfg.max_len - 1)
     written = {}
 

@@ -234,18 +234,49 @@ class Transformer(HookedModel):
                 h = self.decode(ids, real)  # (B, T, d)
             return Output(logits=self.readout(h), hidden=h, truncated=truncated), cache
         max_new = min(ids.shape[1] + 8, self.family.max_len - 1)
-        written = self.greedy(ids, real, max_new, use_cache=not active())
-        ends = set(self._end_ids().tolist())
-        written = [w[:-1] if w and w[-1] in ends else w for w in written]  # the decoder reads no end token
-        dec_ids = [[self.family.decoder_start_id] + w[: self.family.max_len - 1] for w in written]
-        tgt, tgt_real = self._batch([Encoded(d, [], []) for d in dec_ids])
-        with scope():
-            memory = self.encoder.finish(self.encode(ids, real))
-            h = self.decode(tgt, tgt_real, memory, real)  # (B, T, d)
-        cache.decoder_tokens = [self.tokens_text(d) for d in dec_ids]
-        cache.decoder_token_ids = dec_ids
-        return Output(logits=self.readout(h), generated=[self._text(w) for w in written], hidden=h,
-                      truncated=truncated), cache
+        written = self.greedy(ids, max_new, use_cache=not active(), real=real)  # the decoder reads no end token
+        return self._seq2seq_output(encs, truncated, ids, real, written, scope)
+
+    def _seq2seq_output(self, encs: list[Encoded], truncated: list[bool], src: torch.Tensor, real: torch.Tensor,
+                        written: list[list[int]], scope: HookScope,
+                        logits: torch.Tensor | None = None) -> tuple[Output, Cache]:
+        """An encoder–decoder run's output and cache: the hooked teacher-forced pass over the start
+        token and what was written (``logits``: that pass, when it has run already)."""
+        dec_ids = self.decoder_input(written)
+        if logits is None:
+            with scope():
+                logits = self.teacher_forced(src, dec_ids, real)
+        cache = Cache(tokens=[self.tokens_text(e.ids) for e in encs], token_ids=[e.ids for e in encs],
+                      offsets=[e.offsets for e in encs], decoder_tokens=[self.tokens_text(d) for d in dec_ids],
+                      decoder_token_ids=dec_ids)
+        return Output(logits=logits, generated=[self._text(w) for w in written], truncated=truncated), cache
+
+    # --- the encoder–decoder interface (greedy decoding, teacher forcing: model/patching.py) ------------
+    def source(self, texts: list[str]) -> tuple[list[Encoded], torch.Tensor, torch.Tensor, list[bool]]:
+        """Encoder input: (encodings, src (B, S) right-padded, real (B, S), truncated), each cut to
+        max_len keeping its final special token."""
+        encs, truncated = self._tokens(texts, keep_last=True)
+        src, real = self._batch(encs)
+        return encs, src, real, truncated
+
+    def decoder_input(self, written: list[list[int]]) -> list[list[int]]:
+        """Per sentence, the decoder input that reads what was written: the start token, then the
+        written ids (no end token), cut to max_len."""
+        return [[self.family.decoder_start_id] + w[: self.family.max_len - 1] for w in written]
+
+    def teacher_forced(self, src: torch.Tensor, dec_ids: list[list[int]] | torch.Tensor,
+                       real: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) of the decoder reading ``dec_ids`` (rows of ids, right-padded here;
+        or a (B, T) tensor without padding: a decoder's start token may be its pad token, as T5's is)
+        after the encoder read ``src`` (B, S) right-padded; real: src's real tokens (default: those
+        that are not the pad token)."""
+        real = src != self.tokenizer.pad_id if real is None else real
+        if isinstance(dec_ids, torch.Tensor):
+            tgt, tgt_real = dec_ids, torch.ones_like(dec_ids, dtype=torch.bool)
+        else:
+            tgt, tgt_real = self._batch([Encoded(d, [], []) for d in dec_ids])
+        memory = self.encoder.finish(self.encode(src, real))
+        return self.readout(self.decode(tgt, tgt_real, memory, real))  # (B, T, vocab)
 
     def _text(self, ids: list[int]) -> str:
         """Written ids as text, specials left out (a tokenizer without a decoder: its pieces joined)."""
@@ -255,15 +286,30 @@ class Transformer(HookedModel):
         return "".join(self.token_text(i) for i in ids if i not in specials)
 
     @torch.inference_mode()
-    def greedy(self, src: torch.Tensor, real: torch.Tensor, max_new: int, use_cache: bool = True) -> list[list[int]]:
-        """Encoder-decoder: greedy decoding from the decoder start token; each sentence stops at
-        its end token (kept in the result). src, real: (B, S). Returns the written ids per sentence."""
+    def greedy(self, src: torch.Tensor, max_new: int, use_cache: bool = True,
+               start: list[list[int]] | None = None, real: torch.Tensor | None = None) -> list[list[int]]:
+        """Encoder-decoder: greedy decoding from the decoder start token; each sentence stops at its
+        end token. src (B, S) right-padded, real (B, S) its real tokens (default: those that are not
+        the pad token). Returns per sentence the ids written, without the end token.
+
+        With ``use_cache`` each step runs the decoder on the new token only, reading the earlier
+        tokens' keys and values from a key/value cache; without, every step recomputes every
+        earlier position (the same tokens, more slowly). ``start``: per sentence, the first tokens
+        greedy decoding writes, when already known; decoding goes on from the longest start every
+        unfinished row shares."""
+        real = src != self.tokenizer.pad_id if real is None else real
         memory = self.encoder.finish(self.encode(src, real))
         B, ends, pad = src.shape[0], self._end_ids(), self.tokenizer.pad_id
-        tgt = torch.full((B, 1), self.family.decoder_start_id, dtype=torch.long)  # (B, 1)
-        done = torch.zeros(B, dtype=torch.bool)
+        end_set, first = set(ends.tolist()), self.family.decoder_start_id
+        if start is None:
+            tgt = torch.full((B, 1), first, dtype=torch.long)  # (B, 1)
+        else:
+            k = min((len(w) for w in start if not end_set & set(w)), default=0)
+            rows = [w if end_set & set(w) and len(w) <= k else w[:k] for w in start]
+            tgt = pad_batch([[first] + w for w in rows], pad)  # (B, 1 + k)
+        done = torch.isin(tgt[:, 1:], ends).any(dim=1)  # (B,)
         kv = self.decoder.new_kv(1 + max_new) if use_cache else None
-        for _ in range(max_new):
+        for _ in range(max_new - (tgt.shape[1] - 1)):
             h = self.decode(tgt, torch.ones_like(tgt, dtype=torch.bool), memory, real, kv)
             nxt = self.readout(h[:, -1]).argmax(-1)  # (B,)
             nxt = torch.where(done, pad, nxt)
@@ -271,7 +317,8 @@ class Transformer(HookedModel):
             done |= torch.isin(nxt, ends)
             if done.all():
                 break
-        return cut_at_end(tgt[:, 1:].tolist(), set(ends.tolist()))
+        written = cut_at_end(tgt[:, 1:].tolist(), end_set)
+        return [w[:-1] if w and w[-1] in end_set else w for w in written]
 
     def _generate(self, texts: list[str], max_new_tokens: int | None, rec: Recorder,
                   use_cache: bool) -> Trace:
@@ -358,32 +405,3 @@ class Transformer(HookedModel):
             decoder_tokens=[[self.token_text(i) for i in row] for row in tgt.tolist()],
             decoder_token_ids=tgt.tolist(), query=list(range(tgt.shape[1] - 1)),
             positions=torch.arange(tgt.shape[1]).expand(B, -1), use_cache=use_cache)
-
-
-SEED_NAMES = {"ln2.": "ln_cross.", "ln3.": "ln2."}  # the seed decoder's norms -> ours (encoder's are the same)
-
-
-def from_seed(seed) -> Transformer:
-    """The seed Transformer (model/seed.py) rebuilt from the parts: the same weights (shared, not
-    copied), the same hook names, the same numbers."""
-    from .family import seed_family
-
-    f = seed_family(seed.cfg)
-    with torch.device("meta"):
-        m = Transformer(f, seed.tokenizer, name=seed.info.name, description=seed.info.description)
-    state = {}
-    for name, t in seed.state_dict().items():
-        if name == "embedding.weight":
-            state.update({"encoder.embed.weight": t, "decoder.embed.weight": t, "unembed.weight": t})
-            continue
-        if name.startswith("decoder.blocks."):
-            head, _, rest = name.partition(".blocks.")
-            i, _, rest = rest.partition(".")
-            rest = next((ours + rest[len(theirs):] for theirs, ours in SEED_NAMES.items() if rest.startswith(theirs)),
-                        rest)
-            name = f"decoder.blocks.{i}.{rest}"
-        state[name] = t
-    m.load_state_dict(state, strict=True, assign=True)
-    for stack in (m.encoder, m.decoder):
-        stack.pe = seed.encoder.pe.clone()
-    return m.requires_grad_(False).eval()

@@ -25,10 +25,101 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import KVCache, Mask
 from .family import Family, Rope
 from .hooks import HookPoint, active
 from .positional import sinusoidal
+
+# --- masks and the key/value cache --------------------------------------------------------------
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """True where the key is a real token. ids: (B, T) -> (B, 1, 1, T)."""
+    return (ids != pad_id)[:, None, None, :]
+
+
+def causal_mask(t: int, device=None) -> torch.Tensor:
+    """The subsequent mask: query i may see keys 0..i. -> (1, 1, T, T)."""
+    return torch.ones(t, t, dtype=torch.bool, device=device).tril()[None, None]
+
+
+class Mask:
+    """A boolean attention mask, True where attention is allowed, and what the attention derives
+    from it: whether it allows every key, the additive form (0 / −inf), the rows with no allowed
+    key. A stack wraps its mask once per forward pass (``Mask.of``) and every layer reads these
+    from it, computed on first use: the 30 layers of SmolLM2 share one mask, so they share the
+    passes over it too. Made per call, never kept on a module (many threads run one model).
+    """
+
+    def __init__(self, allowed: torch.Tensor) -> None:
+        self.allowed = allowed  # broadcastable to (B, 1, Tq, Tk)
+        self._everywhere: bool | None = None
+        self._bias: dict[torch.dtype, torch.Tensor] = {}
+        self._empty: torch.Tensor | None = None
+        self._empty_known = False
+
+    @classmethod
+    def of(cls, mask: "torch.Tensor | Mask | None") -> "Mask | None":
+        return mask if mask is None or isinstance(mask, Mask) else cls(mask)
+
+    @property
+    def everywhere(self) -> bool:
+        """Every key allowed for every query: there is nothing to apply."""
+        if self._everywhere is None:
+            self._everywhere = bool(self.allowed.all())
+        return self._everywhere
+
+    def bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """0 where allowed, −inf elsewhere (the mask's own shape): scores + bias = the masked scores."""
+        if dtype not in self._bias:
+            self._bias[dtype] = torch.zeros(self.allowed.shape, dtype=dtype,
+                                            device=self.allowed.device).masked_fill_(~self.allowed, float("-inf"))
+        return self._bias[dtype]
+
+    @property
+    def empty(self) -> torch.Tensor | None:
+        """(.., Tq, 1) True for a query with no allowed key (its pattern row is zeros); None if none."""
+        if not self._empty_known:
+            e = ~self.allowed.any(-1, keepdim=True)
+            self._empty, self._empty_known = (e if bool(e.any()) else None), True
+        return self._empty
+
+
+class KVCache:
+    """The keys and values one attention layer has computed so far in one decoding call.
+
+    Incremental decoding runs the decoder on the new token only; its attention needs the keys and
+    values of every earlier token, which this cache keeps. It belongs to the call (the caller makes
+    one per layer and drops it afterwards), never to the module: many threads may decode with the
+    same model at once. Keys and values are kept as they enter the dot product (after rotary,
+    repeated per query head), in a buffer that doubles when full; ``append`` returns views of it,
+    so what a hook saw at an earlier step stays valid (entries already written never change).
+    ``fixed`` (cross-attention): the keys/values of the encoder output are computed once, at the
+    first step, and reused as they are.
+    """
+
+    def __init__(self, capacity: int = 0, fixed: bool = False) -> None:
+        self.capacity, self.fixed = capacity, fixed
+        self.k: torch.Tensor | None = None  # (B, nh, capacity, hs)
+        self.v: torch.Tensor | None = None  # (B, nh, capacity, hs)
+        self.length = 0  # positions written so far
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write k, v (B, nh, T, hs) after the ones so far; return all of them (B, nh, length, hs)."""
+        B, nh, T, hs = k.shape
+        if self.fixed:  # written once, kept as it is
+            self.k, self.v, self.length = k, v, T
+            return k, v
+        end = self.length + T
+        if self.k is None or end > self.k.shape[2]:  # grow: a new buffer, the old one is left as is
+            size = max(self.capacity, 2 * end)
+            k_buf, v_buf = k.new_empty(B, nh, size, hs), v.new_empty(B, nh, size, hs)
+            if self.k is not None:
+                k_buf[:, :, : self.length] = self.k[:, :, : self.length]
+                v_buf[:, :, : self.length] = self.v[:, :, : self.length]
+            self.k, self.v = k_buf, v_buf
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
 
 ACT = {
     "gelu": F.gelu,
@@ -282,7 +373,7 @@ class Attention(nn.Module):
         Tk = k.shape[2]
 
         # The (B, nh, Tq, Tk) scores are made once and, where no hook can see them, scaled, masked and
-        # softmaxed in place (as model/attention.py does); out of place when autograd records the run.
+        # softmaxed in place; out of place when autograd records the run.
         # A scale that is a power of two (head size 16, 64, 256; Gemma 3's 1/16) scales q instead:
         # (q·s)·kᵀ is q·kᵀ·s bit for bit (s only moves exponents), on hs/Tk of the numbers (Qwen-sized at
         # 512 tokens: one multiply of 14 × 512 × 64 instead of 14 × 512 × 512 per layer).
@@ -305,7 +396,7 @@ class Attention(nn.Module):
         shown = mask.allowed.expand(B, 1, Tq, Tk)
         allowed = self.hook_mask(shown)  # (B, 1, Tq, Tk)
         # + 0 where allowed, + −inf elsewhere: the mask's additive form, made once per forward pass and
-        # shared by the layers (model/attention.py Mask.bias); a where() per layer cost 2-3 % at 512 tokens
+        # shared by the layers (Mask.bias); a where() per layer cost 2-3 % at 512 tokens
         additive = mask.bias(scores.dtype) if allowed is shown else Mask(allowed).bias(scores.dtype)
         free = inplace and owner not in watched
         masked = self.hook_masked_scores(scores.add_(additive) if free else scores + additive)
@@ -487,12 +578,14 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(BLOCKS[f.placement](f, i, cross, windowed[i]) for i in range(n_layers))
         self.ln_final = Norm(d, f.norm, f.norm_eps) if f.final_norm else None
 
-    def embed_tokens(self, ids: torch.Tensor, start: int = 0, positions: torch.Tensor | None = None) -> torch.Tensor:
+    def embed_tokens(self, ids: torch.Tensor, start: int = 0, positions: torch.Tensor | None = None,
+                     vectors: torch.Tensor | None = None) -> torch.Tensor:
         """ids (B, T) holding positions start..start+T-1, or each sentence's own ``positions`` (B, T)
-        (a left-padded batch) -> the stream entering block 0 (B, T, d)."""
+        (a left-padded batch) -> the stream entering block 0 (B, T, d). ``vectors`` (B, T, d): the
+        tokens' embedding rows when the caller has them (training's sampled softmax: model/train.py)."""
         f, T = self.f, ids.shape[1]
         pos = torch.arange(start, start + T)[None] if positions is None else positions  # (1 or B, T)
-        x = self.embed(ids)
+        x = self.embed(ids) if vectors is None else vectors
         if f.embed_scale != 1.0:
             x = x * torch.tensor(f.embed_scale, dtype=x.dtype)
         if self.type_embed is not None:  # one sentence per row: every token is of type 0

@@ -26,16 +26,17 @@ bounds the patched forwards (past it: ``PatchingTooLarge`` before anything runs)
 
 Which position is scored:
 - a decoder (SmolLM2): the sentence's last token; the answer is what the clean run predicts next.
-- the seed encoder–decoder: its decoder predicts. The decoder reads the clean run's own output under
-  teacher forcing (``<s>`` + what the clean run writes greedily), cut right after the first place
+- an encoder–decoder (the seed, T5, Marian): its decoder predicts. The decoder reads the clean run's
+  own output under teacher forcing (its start token + what the clean run writes greedily; the
+  common interface of model/generic.py: ``greedy``, ``decoder_input``, ``teacher_forced``), cut right after the first place
   where the corrupted sentence would make it write another token: the scored position is the
   decoder's last position of that input, and the answer the clean run's token there. When the two
   sentences make it write the same text, the decoder input is the whole output and the answer is
-  ``</s>``. Both runs read the same decoder input, so the decoder positions line up too.
+  end token. Both runs read the same decoder input, so the decoder positions line up too.
 - an encoder alone (MiniLM) predicts no token: it has no output head, so there is nothing to score
   (``PatchingError``).
 
-The stack patched: a decoder's own; for the seed, ``stack="encoder"`` (default: positions are the
+The stack patched: a decoder's own; for an encoder–decoder, ``stack="encoder"`` (default: positions are the
 sentence's tokens, where the two sentences differ) or ``"decoder"`` (the decoder input's positions).
 """
 from __future__ import annotations
@@ -120,10 +121,10 @@ class _Setup:
             a, b = cache.token_ids
             self.src_tokens = (list(cache.tokens[0]), list(cache.tokens[1]))
         else:
-            if not (hasattr(m, "_source") and hasattr(m, "greedy")):
-                raise PatchingError(f"patching an encoder–decoder is written for the seed model (its decoder "
-                                    f"input under teacher forcing); {info.name} is another kind")
-            encs, _src, _ = m._source(list(prep.texts))
+            if not hasattr(m, "teacher_forced"):
+                raise PatchingError(f"{info.name} does not offer teacher forcing (model/generic.py's "
+                                    f"encoder–decoder interface), which patching an encoder–decoder needs")
+            encs, _src, _real, _ = m.source(list(prep.texts))
             self.stack = stack or "encoder"
             if self.stack not in ("encoder", "decoder"):
                 raise PatchingError(f"stack must be 'encoder' or 'decoder', not {stack!r}")
@@ -142,12 +143,12 @@ class _Setup:
         self.n_layers = info.n_layers if self.stack == "encoder" or info.kind == "decoder" else info.n_decoder_layers
 
     def _teacher_forcing(self) -> None:
-        """The seed: the decoder input both runs read, and the scored position (see the module)."""
-        m, cfg = self.m, self.m.cfg
-        max_new = min(self.ids.shape[1] + 8, cfg.max_len - 1)  # as run_with_cache
-        written = m.greedy(self.ids[:1], max_new)[0]  # the clean run's text, without </s>
-        tgt = torch.tensor([[cfg.bos_id] + written[: cfg.max_len - 1]])  # (1, T)
-        logits = m(self.ids, tgt.expand(2, -1))  # (2, T, V): both sentences, the clean output
+        """An encoder–decoder: the decoder input both runs read, and the scored position (see the module)."""
+        m = self.m
+        max_new = min(self.ids.shape[1] + 8, m.info.max_len - 1)  # as run_with_cache
+        written = m.greedy(self.ids[:1], max_new)[0]  # the clean run's text, without its end token
+        tgt = torch.tensor(m.decoder_input([written]))  # (1, T): the start token, then what it wrote
+        logits = m.teacher_forced(self.ids, tgt.expand(2, -1))  # (2, T, V): both sentences, the clean output
         choice = logits.argmax(-1)  # (2, T)
         differ = (choice[0] != choice[1]).nonzero()
         j = int(differ[0, 0]) if len(differ) else tgt.shape[1] - 1
@@ -172,7 +173,7 @@ class _Setup:
         if self.kind == "decoder":
             logits = self.m.run([self.texts[which]] * n).logits  # (n, T, V)
         else:
-            logits = self.m(self.ids[which: which + 1].expand(n, -1), self.tgt.expand(n, -1))  # (n, T_dec, V)
+            logits = self.m.teacher_forced(self.ids[which: which + 1].expand(n, -1), self.tgt.expand(n, -1))  # (n, T_dec, V)
         return torch.log_softmax(logits[:, self.scored].float(), dim=-1)  # (n, V)
 
 

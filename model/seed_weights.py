@@ -13,7 +13,7 @@ from safetensors import SafetensorError, safe_open
 
 from .base import HookedModel
 from .errors import WeightsError
-from .seed import SeedConfig, SeedTransformer
+from .seed import Seed, SeedConfig
 from .tokenizer import char_tokenizer
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -46,22 +46,22 @@ def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
         cfg.validate()
         stored = sum(v.numel() for v in tensors.values())
         too_big = cfg.n_floats() > 2 * stored + 2 * MAX_TABLE_POSITIONS * cfg.d_model
-        m = None if too_big else SeedTransformer(cfg, tok, name=name)
+        m = None if too_big else Seed(cfg, tok, name=name)
     except (ValueError, TypeError, AttributeError) as e:
         raise WeightsError(f"{path.name} has an unusable seed configuration ({type(e).__name__}: "
                            f"{str(e)[:200]}); retrain with `python -m model.train reverse`") from None
     if m is None:
         raise WeightsError(f"{path.name} does not match the seed architecture (its configuration needs "
                            f"{cfg.n_floats():,} floats, the file holds {stored:,})")
-    want = {k: tuple(v.shape) for k, v in m.state_dict().items()}
+    want = {k: tuple(v.shape) for k, v in m.file_state().items()}
     got = {k: tuple(v.shape) for k, v in tensors.items()}
     missing, unexpected = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
     wrong = [f"{k} {got[k]} != {want[k]}" for k in sorted(want.keys() & got.keys()) if got[k] != want[k]]
     if missing or unexpected or wrong:
         raise WeightsError(f"{path.name} does not match the seed architecture "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
-    m.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
-    return m.eval()
+    m.load_file_state({k: v.float() for k, v in tensors.items()})
+    return m.requires_grad_(False).eval()
 
 
 def random_seed_model(**overrides) -> HookedModel:
@@ -71,4 +71,4 @@ def random_seed_model(**overrides) -> HookedModel:
     if unknown:
         raise TypeError(f"unknown settings for the seed model: {sorted(unknown)}")
     torch.manual_seed(cfg.seed)
-    return SeedTransformer(cfg, name="seed (untrained)").eval()
+    return Seed(cfg, name="seed (untrained)").requires_grad_(False).eval()

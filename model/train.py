@@ -23,10 +23,9 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .attention import causal_mask, padding_mask
 from .base import pad_batch
 from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
-from .seed import TASKS, SeedConfig, SeedTransformer
+from .seed import TASKS, Seed, SeedConfig
 from .tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, decode_chars,
                         save)
 
@@ -157,7 +156,7 @@ def candidates(batches: list[Batch], always: torch.Tensor) -> torch.Tensor:
     return torch.unique(torch.cat([always] + [t.flatten() for b in batches for t in (b.src, b.tgt_out)]))
 
 
-def sampled_loss(model: SeedTransformer, b: Batch, table: torch.Tensor, cand: torch.Tensor,
+def sampled_loss(model: Seed, b: Batch, table: torch.Tensor, cand: torch.Tensor,
                  reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy over the candidate ids ``cand`` (sorted: every id of the batch, specials, ASCII).
 
@@ -165,19 +164,22 @@ def sampled_loss(model: SeedTransformer, b: Batch, table: torch.Tensor, cand: to
     tied output projection scores against it, so one step touches C rows instead of the 11k of
     the full vocabulary. Evaluation and the app always use the full softmax.
     """
-    def embed(ids: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, d), as model.embed_tokens
-        return F.embedding(torch.searchsorted(cand, ids), table) * math.sqrt(model.cfg.d_model)
+    def rows(ids: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, d): E's rows, from the candidates'
+        return F.embedding(torch.searchsorted(cand, ids), table)
 
-    src_mask = padding_mask(b.src, model.cfg.pad_id)  # (B, 1, 1, S)
-    memory = model.encoder(embed(b.src), src_mask)  # (B, S, d)
-    self_mask = padding_mask(b.tgt_in, model.cfg.pad_id) & causal_mask(b.tgt_in.shape[1])
-    h = model.decoder(embed(b.tgt_in), memory, self_mask, src_mask)  # (B, T, d)
-    keep = b.tgt_out != model.cfg.pad_id
+    pad = model.cfg.pad_id
+    src_real, tgt_real = b.src != pad, b.tgt_in != pad  # (B, S), (B, T)
+    enc, dec = model.encoder, model.decoder
+    S, T = b.src.shape[1], b.tgt_in.shape[1]
+    memory = enc.finish(enc(enc.embed_tokens(b.src, vectors=rows(b.src)), enc.context(src_real, torch.arange(S))))
+    h = dec(dec.embed_tokens(b.tgt_in, vectors=rows(b.tgt_in)),
+            dec.context(tgt_real, torch.arange(T), None, memory, src_real))  # (B, T, d)
+    keep = b.tgt_out != pad
     logits = h[keep] @ table.T  # (N, C)
     return F.cross_entropy(logits, torch.searchsorted(cand, b.tgt_out[keep]), reduction=reduction)
 
 
-def accumulate_gradient(model: SeedTransformer, pieces: list[Batch], always: torch.Tensor) -> torch.Tensor:
+def accumulate_gradient(model: Seed, pieces: list[Batch], always: torch.Tensor) -> torch.Tensor:
     """Set the parameters' ``.grad`` to the gradient of the mean token loss over all ``pieces``
     (one batch split by length) and return that loss.
 
@@ -210,7 +212,7 @@ def split_by_length(task: str, tt, srcs: list[str], pieces: int) -> list[Batch]:
 
 
 @torch.inference_mode()
-def exact_match(model: SeedTransformer, task: str, inputs: list[str], batch: int = 256) -> float:
+def exact_match(model: Seed, task: str, inputs: list[str], batch: int = 256) -> float:
     """Fraction of inputs whose greedy output equals the task's target exactly."""
     ok = 0
     for i in range(0, len(inputs), batch):
@@ -230,12 +232,12 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
           stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
           ramp: float = 0.5, final_eval: int = 1000, unk_rate: float = 0.0,
-          init_state: dict | None = None) -> tuple[SeedTransformer, dict]:
+          init_state: dict | None = None) -> tuple[Seed, dict]:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tt = char_tokenizer()
     cfg = SeedConfig(vocab_size=tt.vocab_size, task=task, seed=seed, **cfg_overrides)
-    model = SeedTransformer(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
+    model = Seed(cfg, tt, name="seed" if task == "reverse" else f"seed-{task}")
     if init is not None:  # continue from earlier weights (a second stage of training)
         model.load_state_dict(load_seed_file(init).state_dict())
     if init_state is not None:  # the same, from weights in memory (the recipe's second stage)

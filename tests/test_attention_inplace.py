@@ -1,4 +1,4 @@
-"""The attention's in-place path (model/attention.py) gives the tensors of the plain computation.
+"""The attention's in-place path (model/parts.py) gives the tensors of the plain computation.
 
 The score tensor is reused in place where no hook holds it (the mask fill, the softmax) and an
 all-allowed mask is skipped; these tests compare every output and every captured hook tensor with
@@ -19,10 +19,24 @@ import pytest
 import torch
 
 import model
-from model.attention import Attention, Mask, causal_mask
+from model.family import Family
 from model.hooks import capture, hooks
+from model.parts import Attention, Mask, causal_mask
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def attention(d: int, n_heads: int):
+    """One attention of the parts (model/parts.py), as the seed's: Q/K/V and W_O with biases, 1/√d_head."""
+    f = Family(model_type="seed", kind="encoder", vocab_size=1, d_model=d, n_layers=1, n_heads=n_heads,
+               n_kv_heads=n_heads, d_head=d // n_heads, d_ff=1, max_len=64, qkv_bias=True, out_bias=True)
+    return Attention(f, f.scale)
+
+
+def attend(a, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """a(x) under ``mask`` (None: every key allowed)."""
+    allowed = torch.ones(1, 1, 1, x.shape[1], dtype=torch.bool) if mask is None else mask
+    return a(x, Mask(allowed))
 HOOKS = ("hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_masked_scores", "hook_pattern",
          "hook_z", "hook_out")
 # which hooks are watched decides the path: none, each of the two that block reuse, the pattern
@@ -50,7 +64,7 @@ def reference(att: Attention, x: torch.Tensor, mask: torch.Tensor | None) -> dic
 @pytest.fixture(scope="module")
 def att():
     torch.manual_seed(3)
-    a = Attention(16, 4).eval()
+    a = attention(16, 4).eval()
     for n in HOOKS:
         getattr(a, n).name = n
     return a
@@ -75,7 +89,7 @@ def test_every_path_gives_the_plain_tensors(att, watched, grad):
         store: dict = {}
         ctx = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, hooks(capture(list(watched), store)):
-            out = att(x, mask=mask)
+            out = attend(att, x, mask)
         assert out.requires_grad == grad
         assert torch.allclose(out, want["hook_out"], atol=1e-6), (mname, watched)
         for n in watched:
@@ -105,10 +119,11 @@ def test_a_shared_mask_is_derived_once_and_an_edited_one_again(monkeypatch):
     monkeypatch.setattr(Mask, "bias", bias)
     src = torch.tensor([[5, 6, 7, 8, m.cfg.eos_id], [5, 6, m.cfg.eos_id, m.cfg.pad_id, m.cfg.pad_id]])
     tgt = torch.tensor([[m.cfg.bos_id, 9, 10, 11], [m.cfg.bos_id, 9, m.cfg.pad_id, m.cfg.pad_id]])
+    src_real, tgt_real = src != m.cfg.pad_id, tgt != m.cfg.pad_id
     with torch.inference_mode():
-        memory, src_mask = m.encode(src)  # 3 layers, one padding mask
+        memory = m.encode(src, src_real)  # 3 layers, one padding mask
         assert made == [(2, 1, 1, 5)]
-        m.decode(tgt, memory, src_mask)  # 3 layers: one self-attention mask, one cross-attention mask
+        m.decode(tgt, tgt_real, memory, src_real)  # 3 layers: one self-attention mask, one cross-attention mask
         assert made == [(2, 1, 1, 5), (2, 1, 4, 4), (2, 1, 1, 5)]
         # a hook that changes the mask (here: allows every key) is obeyed in every layer
         store: dict = {}
@@ -116,7 +131,7 @@ def test_a_shared_mask_is_derived_once_and_an_edited_one_again(monkeypatch):
         fns = {name.format(i, "mask"): (lambda x, n: torch.ones_like(x)) for i in range(3)}
         fns.update(capture([name.format(i, "pattern") for i in range(3)], store))
         with hooks(fns):
-            m.decode(tgt, memory, src_mask)
+            m.decode(tgt, tgt_real, memory, src_real)
     for i in range(3):
         assert (store[name.format(i, "pattern")][0, :, 0, 1:] > 0).all(), "every later key is seen"
 
@@ -125,7 +140,7 @@ def test_the_gradient_flows_as_before(att):
     torch.manual_seed(8)
     x = torch.randn(2, 6, 16, requires_grad=True)
     mask = causal_mask(6)
-    att(x, mask=mask).sum().backward()
+    attend(att, x, mask).sum().backward()
     g = x.grad.clone()
     x.grad = None
     reference(att, x, mask)["hook_out"].sum().backward()

@@ -22,7 +22,7 @@ from test_pretrained_tiny import BERT_CFG, bert_state, bert_tokenizer, reference
 
 import model
 from model import fetch
-from model.attention import KVCache
+from model.parts import KVCache
 from model.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, decode_chars
 from model.train import sample_input
 
@@ -218,7 +218,7 @@ def test_greedy_with_cache_writes_what_the_uncached_greedy_wrote(request, which)
     texts = NATURAL + random_strings(40, seed=14)
     for i in range(0, len(texts), 20):
         chunk = texts[i: i + 20]
-        _, src, _ = m._source(chunk)
+        _, src, _, _ = m.source(chunk)
         max_new = min(src.shape[1] + 8, m.cfg.max_len - 1)  # as run_with_cache
         uncached = m.greedy(src, max_new, use_cache=False)
         assert m.greedy(src, max_new) == uncached
@@ -226,15 +226,15 @@ def test_greedy_with_cache_writes_what_the_uncached_greedy_wrote(request, which)
 
 
 def _counting_steps(m, monkeypatch) -> list[int]:
-    """Count the cached decoding steps ``m`` runs from now on."""
+    """Count the cached decoding steps ``m`` runs from now on (its decoder's calls with a key/value cache)."""
     calls = [0]
-    step = m.decode_step
+    decode = m.decode
 
     def counted(*args, **kwargs):
-        calls[0] += 1
-        return step(*args, **kwargs)
+        calls[0] += (len(args) > 4 and args[4] is not None) or kwargs.get("kv") is not None
+        return decode(*args, **kwargs)
 
-    monkeypatch.setattr(m, "decode_step", counted)
+    monkeypatch.setattr(m, "decode", counted)
     return calls
 
 
@@ -252,7 +252,7 @@ def test_a_confirmed_draft_is_what_greedy_decoding_writes(request, monkeypatch, 
     chunks += [NATURAL[i: i + 3] for i in range(0, 12, 3)] + [random_strings(2, seed=k) for k in range(12)]
     drafted = resumed = 0
     for chunk in chunks:
-        _, src, _ = m._source(chunk)
+        _, src, _, _ = m.source(chunk)
         max_new = min(src.shape[1] + 8, m.cfg.max_len - 1)
         before = steps[0]
         plain = m.greedy(src, max_new, use_cache=False)  # recomputes every step: not counted
@@ -274,7 +274,7 @@ def test_greedy_goes_on_from_tokens_already_written(seed):
     """greedy(start=...) writes what greedy decoding from <s> writes, from any known beginning:
     rows of different lengths, a row that already wrote </s>, a row with nothing known."""
     texts = ["hello world", "attention is all you need", "a", "안녕하세요"]
-    _, src, _ = seed._source(texts)
+    _, src, _, _ = seed.source(texts)
     max_new = min(src.shape[1] + 8, seed.cfg.max_len - 1)
     full = seed.greedy(src, max_new)
     ended = [g + [seed.cfg.eos_id] for g in full]
@@ -385,14 +385,14 @@ def test_llama_stays_within_its_positions(tiny_llama):
 # --- the checks can fail ----------------------------------------------------------------------------
 def test_a_wrong_seed_offset_is_caught(seed, monkeypatch):
     """Forgetting the position offset of a one-token step (position 0 at every step)."""
-    from model import seed as seed_module
+    from model.parts import Stack
 
-    right = seed_module.Stack.embed
+    right = Stack.embed_tokens
 
-    def no_offset(self, tok_emb, start=0):
-        return right(self, tok_emb, 0)
+    def no_offset(self, ids, start=0, positions=None, vectors=None):
+        return right(self, ids, 0, positions, vectors)
 
-    monkeypatch.setattr(seed_module.Stack, "embed", no_offset)
+    monkeypatch.setattr(Stack, "embed_tokens", no_offset)
     cached = seed.generate_with_cache(SEED_TEXTS, 6)
     full = seed.generate_with_cache(SEED_TEXTS, 6, use_cache=False)
     bad = step_mismatches(cached, full)

@@ -484,25 +484,31 @@ def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(name):
 
 
 @pytest.mark.parametrize("which", ["shipped", "random, n = 100"])
-def test_the_seed_is_one_more_description(which):
-    """model/seed.py's Transformer rebuilt from the parts (model.family.seed_family): the same hook
-    names in the same order, the same greedy output, every hook the same within float32's estimate
-    (the seed divides by √d_k where the parts multiply by its inverse: bit-identical when √d_k is a
-    power of two, as in the random model)."""
-    from model.generic import from_seed
+def test_the_seed_is_one_more_description(which, tmp_path):
+    """model/seed.py's Seed is the parts built from model.family.seed_family: one embedding matrix
+    for both stacks and the output, and a weight file whose names are the shipped files' (a saved
+    model reads back the same tensors and the same outputs). That its numbers are those of the seed's
+    earlier, hand-written classes: tests/test_pinned.py."""
+    from safetensors import safe_open
+
+    from model.family import seed_family
+    from model.generic import Transformer
+    from model.registry import SEED_WEIGHTS
 
     seed = model.load("seed") if which == "shipped" else model.load("seed", random=True, pe_base=100.0, d_model=32, n_heads=2)
-    ours = from_seed(seed)
-    assert ours.hook_names == seed.hook_names
+    assert isinstance(seed, Transformer) and seed.family == seed_family(seed.cfg)
+    e = seed.encoder.embed.weight
+    assert seed.decoder.embed.weight is e and seed.unembed.weight is e
+    with safe_open(str(SEED_WEIGHTS["seed"]), "pt") as f:
+        shipped = set(f.keys())
+    assert set(seed.file_state()) == shipped
+    seed.save(tmp_path / "again.safetensors")
+    again = model.load(tmp_path / "again.safetensors")
     texts = ["hello world", "나는 학교에 간다"]
-    (o1, c1), (o2, c2) = seed.run_with_cache(texts), ours.run_with_cache(texts)
-    assert (o2.generated, c2.decoder_token_ids, c2.token_ids) == (o1.generated, c1.decoder_token_ids, c1.token_ids)
-    for name in seed.hook_names:
-        assert two_runs_agree(c2[name], c1[name], seed.info), name
-    assert float32.close(o2.logits, o1.logits, seed.info)
-    t1, t2 = seed.generate_with_cache(texts, max_new_tokens=6), ours.generate_with_cache(texts, max_new_tokens=6)
-    assert (t2.token_ids, t2.generated) == (t1.token_ids, t1.generated)
-    assert ours.info.positional_base == seed.info.positional_base
+    (o1, c1), (o2, c2) = seed.run_with_cache(texts), again.run_with_cache(texts)
+    assert o1.generated == o2.generated and torch.equal(o1.logits, o2.logits)
+    assert all(torch.equal(c1[n], c2[n]) for n in seed.hook_names)
+    assert again.info.positional_base == seed.info.positional_base
 
 
 # --- GGUF files of qwen2 and qwen3 ---------------------------------------------------------------

@@ -348,10 +348,46 @@ def test_every_decoder_family_patches(family):
     assert len(patching.patch_heads(m, "a b c d", "a b e d").logp[0]) == m.info.n_heads
 
 
+def hand_seq2seq(m, clean: str, corrupted: str, name: str, index, res: patching.PatchResult) -> tuple[float, torch.Tensor]:
+    """Any encoder–decoder, by its common interface: the decoder reads its start token + the clean
+    run's greedy output up to the scored position; one tensor of the corrupted run taken from the clean one."""
+    encs, _src, _real, _ = m.source([clean, corrupted])
+    written = m.greedy(torch.tensor([encs[0].ids]), min(len(encs[0].ids) + 8, m.info.max_len - 1))[0]
+    tgt = torch.tensor(m.decoder_input([written]))[:, : res.scored + 1]  # (1, T)
+    src = [torch.tensor([e.ids]) for e in encs]  # the same length: no padding
+    store = {}
+    with torch.inference_mode(), hooks({name: lambda x, n: store.__setitem__(n, x.clone())}):
+        m.teacher_forced(src[0], tgt)
+
+    def put(x, _name):
+        x = x.clone()
+        x[(0, *index)] = store[name][(0, *index)]
+        return x
+
+    with torch.inference_mode(), hooks({name: put}):
+        logits = m.teacher_forced(src[1], tgt)[0, res.scored]
+    return float(torch.log_softmax(logits.float(), -1)[res.answer_id]), logits
+
+
 @pytest.mark.parametrize("family", ["t5", "marian"])
-def test_other_encoder_decoders_say_patching_is_the_seeds(family):
+def test_other_encoder_decoders_patch_through_the_common_interface(family):
+    """T5 (pre-RMSNorm, relative positions, its start token the pad token) and Marian patch as the
+    seed does: each table's cells equal hand-made hooks on the same teacher-forced decoder input."""
     path = FAMILIES / family
     if not path.is_dir():
         pytest.skip(f"no fixture {family}")
-    with pytest.raises(patching.PatchingError, match="written for the seed model"):
-        patching.patch_positions(model.load(str(path)), "a b c d", "a b e d")
+    m = model.load(str(path))
+    pair = ("a b c d", "a b e d")
+    res = patching.patch_positions(m, *pair)
+    assert res.stack == "encoder" and len(res.logp) == m.info.n_layers
+    assert len(res.logp[0]) == len(m.source([pair[0]])[0][0].ids)
+    diff = next(i for i, (a, b) in enumerate(zip(res.clean_tokens, res.corrupted_tokens)) if a != b)
+    for layer in range(m.info.n_layers):
+        want, logits = hand_seq2seq(m, *pair, f"encoder.blocks.{layer}.hook_resid_post", (diff,), res)
+        assert abs(res.logp[layer][diff] - want) <= tol(m.info, logits), (layer, diff)
+    heads = patching.patch_heads(m, *pair, block="decoder.cross_attn")
+    last = m.info.n_decoder_layers - 1
+    want, logits = hand_seq2seq(m, *pair, f"decoder.blocks.{last}.cross_attn.hook_z", (0, slice(None)), heads)
+    assert abs(heads.logp[last][0] - want) <= tol(m.info, logits)
+    # and the table is not the corrupted run everywhere: the differing token's stream moves the answer
+    assert abs(res.logp[-1][diff] - res.corrupted_logp) > tol(m.info, logits)

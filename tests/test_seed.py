@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import model
-from model.attention import Attention, causal_mask
+from model.parts import causal_mask
 from model.hooks import hooks
 from model.positional import sinusoidal
 
@@ -56,8 +56,13 @@ def test_scores_are_q_k_transpose_over_sqrt_dk(m, run):
     for stack, attn in ALL_ATTN:
         for name in attn_names(m, stack, attn):
             q, k = cache[f"{name}.hook_q"], cache[f"{name}.hook_k"]
-            want = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            # q·kᵀ/√d_k, computed as q·kᵀ times the one float32 number 1/√d_k (as transformers does):
+            # exactly that product, and within one rounding of the division
+            want = (q @ k.transpose(-2, -1)) * m.family.scale
+            assert m.family.scale == 1.0 / math.sqrt(q.shape[-1])
             assert torch.equal(cache[f"{name}.hook_scores"], want)
+            exact = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+            assert torch.allclose(cache[f"{name}.hook_scores"].double(), exact, rtol=1e-5, atol=1e-6)
 
 
 def test_pattern_is_softmax_of_masked_scores_and_matches_fused_kernel(m, run):
@@ -111,13 +116,15 @@ def test_causal_mask_hides_the_future(m, run):
 
 def test_causal_attention_does_not_depend_on_later_tokens():
     torch.manual_seed(0)
-    a = Attention(16, 2).eval()
+    from test_attention_inplace import attend, attention
+
+    a = attention(16, 2).eval()
     x = torch.randn(1, 6, 16)
     y = x.clone()
     y[:, 4:] = torch.randn(1, 2, 16)  # change only the future
     mask = causal_mask(6)
     with torch.no_grad():
-        assert torch.allclose(a(x, mask=mask)[:, :4], a(y, mask=mask)[:, :4], atol=1e-6)
+        assert torch.allclose(attend(a, x, mask)[:, :4], attend(a, y, mask)[:, :4], atol=1e-6)
 
 
 def test_hooked_output_equals_unhooked_output(m):
@@ -236,7 +243,7 @@ def check_post_layernorm_blocks(m, cache):
                 s = cache[b + "hook_cross_sum"]
                 assert torch.equal(s, x + cache[b + "cross_attn.hook_out"])
                 x = cache[b + "hook_resid_mid_cross"]
-                assert torch.allclose(x, block.ln2(s), atol=1e-6)
+                assert torch.allclose(x, block.ln_cross(s), atol=1e-6)
             hidden = cache[b + "hook_ffn_hidden"]
             assert hidden.shape[-1] == m.info.d_ff and (hidden >= 0).all()  # after ReLU
             assert torch.allclose(block.ffn.hidden(x), hidden, atol=1e-6)
@@ -244,7 +251,7 @@ def check_post_layernorm_blocks(m, cache):
             s = cache[b + "hook_ffn_sum"]
             assert torch.equal(s, x + cache[b + "hook_ffn_out"])
             x = cache[b + "hook_resid_post"]
-            assert torch.allclose(x, (block.ln2 if stack == "encoder" else block.ln3)(s), atol=1e-6)
+            assert torch.allclose(x, block.ln2(s), atol=1e-6)
     memory = cache[f"encoder.blocks.{m.info.n_layers - 1}.hook_resid_post"]
     for i, block in enumerate(m.decoder.blocks):
         k = cache[f"decoder.blocks.{i}.cross_attn.hook_k"]  # (B, h, S, d_k) from the encoder output
@@ -322,9 +329,9 @@ def test_bad_inputs_are_refused_clearly(m):
 def test_n_floats_is_what_the_model_allocates(cfg):
     """The loader's size check before building a seed model (model/seed_weights.py) counts exactly
     the parameters and the sinusoidal table."""
-    from model.seed import SeedConfig, SeedTransformer
+    from model.seed import Seed, SeedConfig
 
     c = SeedConfig.from_dict(cfg)
-    m = SeedTransformer(c)
+    m = Seed(c)
     allocated = sum(p.numel() for p in m.parameters()) + sum(b.numel() for b in m.buffers())
     assert c.n_floats() == allocated

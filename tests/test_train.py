@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from model import train as T
-from model.seed import SeedConfig, SeedTransformer
+from model.seed import Seed, SeedConfig
 from model.tokenizer import PRINTABLE_ASCII, char_tokenizer
 
 
@@ -17,7 +17,7 @@ from model.tokenizer import PRINTABLE_ASCII, char_tokenizer
 def setup():
     torch.manual_seed(0)
     tt = char_tokenizer()
-    m = SeedTransformer(SeedConfig(vocab_size=tt.vocab_size, d_model=32, n_heads=2, d_ff=64), tt)
+    m = Seed(SeedConfig(vocab_size=tt.vocab_size, d_model=32, n_heads=2, d_ff=64), tt)
     rng = random.Random(1)
     srcs = [T.sample_input("reverse", rng, max_chars=12) for _ in range(9)]
     return m, tt, srcs
@@ -28,10 +28,9 @@ def reference_gradient(m, tt, srcs, always):
     b = T.encode_batch("reverse", tt, srcs)
     cand = T.candidates([b], always)
     m.zero_grad(set_to_none=True)
-    memory, src_mask = m.encode(b.src)
-    tgt_mask = (b.tgt_in != tt.pad_id)[:, None, None, :] & torch.ones(
-        b.tgt_in.shape[1], b.tgt_in.shape[1], dtype=torch.bool).tril()
-    h = m.decoder(m.embed_tokens(b.tgt_in), memory, tgt_mask, src_mask)
+    src_real, tgt_real = b.src != tt.pad_id, b.tgt_in != tt.pad_id
+    memory = m.encoder.finish(m.encode(b.src, src_real))
+    h = m.decode(b.tgt_in, tgt_real, memory, src_real)  # (B, T, d): padding and causal masks of its own
     keep = b.tgt_out != tt.pad_id
     loss = F.cross_entropy(h[keep] @ m.embedding.weight[cand].T, torch.searchsorted(cand, b.tgt_out[keep]))
     loss.backward()

@@ -176,10 +176,11 @@ def test_smollm2_top_next_tokens_and_their_kl_equal_values_recomputed_from_the_r
     def forward(edits, offset=1):
         out, cache = m.run_with_cache(texts, edits=edits)
         last = len(cache.token_ids[0]) - offset
-        return torch.log_softmax(out.logits[0, last].double(), -1), out.hidden[0, last].norm().item()
+        h = m.decoder.finish(out.hidden[0, last])  # what the output projection reads: after the final norm
+        return torch.log_softmax(out.logits[0, last].double(), -1), h.norm().item()
 
     (p2, h), (q2, _) = forward(None), forward(edit)
-    W = m.decoder.embed.weight if m.lm_head is None else m.lm_head.weight
+    W = m.unembed.weight  # the output rows (the embedding's, when tied)
     dz = float32.logit_error(m.info, h, W.norm(dim=-1).max().item())
     spread = (p.exp() * (p - q).abs()).sum().item()
     tol_p, tol_kl = float32.prob_error(dz), float32.kl_error(dz, spread)

@@ -237,7 +237,7 @@ def axis_tokens(run: RunData, block: str, sentence: int, layer: int = 0) -> tupl
 
 def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     """The K/V head a query head reads under grouped-query attention: h // (n_heads // n_kv_heads)
-    (model/attention.py repeats each K/V head for that many consecutive query heads)."""
+    (model/parts.py repeats each K/V head for that many consecutive query heads)."""
     return int(head) // max(1, int(n_heads) // max(1, int(n_kv_heads)))
 
 

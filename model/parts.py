@@ -446,6 +446,21 @@ class Block(nn.Module):
     def _ffn(self, x: torch.Tensor) -> torch.Tensor:
         return self.hook_ffn_out(self.ffn.project(self.hook_ffn_hidden(self.ffn.hidden(x))))
 
+    def _norm_then_attention(self, f: Family, attn: Attention) -> None:
+        """The first parts of a block that norms what its attention reads (pre-norm, sandwich)."""
+        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
+        self.ln1 = Norm(f.d_model, f.norm, f.norm_eps)
+        self.hook_attn_normed = HookPoint()  # (B, T, d) Norm(x): what the attention reads
+        self.self_attn = attn
+
+    def _norm_then_ffn(self, f: Family, ffn: FeedForward) -> None:
+        """The feed-forward of a block that norms what it reads (pre-norm, sandwich)."""
+        self.ln2 = Norm(f.d_model, f.norm, f.norm_eps)
+        self.hook_ffn_normed = HookPoint()  # (B, T, d) Norm(x): what the feed-forward reads
+        self.ffn = ffn
+        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
+
     def _parts(self, f: Family) -> tuple[Attention, Attention | None, FeedForward]:
         return (Attention(f, self.scale, position_bias=self.relative),
                 Attention(f, self.scale) if self.cross else None,  # T5: no position bias across stacks
@@ -491,21 +506,14 @@ class PreNormBlock(Block):
     def __init__(self, f: Family, layer: int, cross: bool = False, windowed: bool = False) -> None:
         super().__init__(f, layer, cross, windowed)
         attn, cross_attn, ffn = self._parts(f)
-        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
-        self.ln1 = Norm(f.d_model, f.norm, f.norm_eps)
-        self.hook_attn_normed = HookPoint()  # (B, T, d) Norm(x): what the attention reads
-        self.self_attn = attn
+        self._norm_then_attention(f, attn)
         self.hook_resid_mid = HookPoint()  # (B, T, d) x + Attn(Norm(x))
         if cross:
             self.ln_cross = Norm(f.d_model, f.norm, f.norm_eps)
             self.hook_cross_normed = HookPoint()  # (B, T, d) Norm(x): what the cross-attention reads
             self.cross_attn = cross_attn
             self.hook_resid_mid_cross = HookPoint()  # (B, T, d) x + CrossAttn(Norm(x), memory)
-        self.ln2 = Norm(f.d_model, f.norm, f.norm_eps)
-        self.hook_ffn_normed = HookPoint()  # (B, T, d) Norm(x): what the feed-forward reads
-        self.ffn = ffn
-        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff)
-        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self._norm_then_ffn(f, ffn)
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def forward(self, x: torch.Tensor, c: Context, kv: tuple | None = None) -> torch.Tensor:
@@ -524,18 +532,11 @@ class SandwichBlock(Block):
     def __init__(self, f: Family, layer: int, cross: bool = False, windowed: bool = False) -> None:
         super().__init__(f, layer, False, windowed)
         attn, _, ffn = self._parts(f)
-        self.hook_resid_pre = HookPoint()  # (B, T, d) the stream entering the block
-        self.ln1 = Norm(f.d_model, f.norm, f.norm_eps)
-        self.hook_attn_normed = HookPoint()  # (B, T, d) Norm(x): what the attention reads
-        self.self_attn = attn
+        self._norm_then_attention(f, attn)
         self.ln1_post = Norm(f.d_model, f.norm, f.norm_eps)
         self.hook_attn_out_normed = HookPoint()  # (B, T, d) Norm(Attn(..)): what is added to the stream
         self.hook_resid_mid = HookPoint()  # (B, T, d)
-        self.ln2 = Norm(f.d_model, f.norm, f.norm_eps)
-        self.hook_ffn_normed = HookPoint()  # (B, T, d) Norm(x): what the feed-forward reads
-        self.ffn = ffn
-        self.hook_ffn_hidden = HookPoint()  # (B, T, d_ff)
-        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self._norm_then_ffn(f, ffn)
         self.ln2_post = Norm(f.d_model, f.norm, f.norm_eps)
         self.hook_ffn_out_normed = HookPoint()  # (B, T, d) Norm(FFN(..)): what is added to the stream
         self.hook_resid_post = HookPoint()  # (B, T, d)

@@ -61,7 +61,7 @@ def load_seed_file(path: str | Path, name: str = "seed") -> HookedModel:
         raise WeightsError(f"{path.name} does not match the seed architecture "
                            f"(missing {missing[:3]}, unexpected {unexpected[:3]}, wrong shapes {wrong[:3]})")
     m.load_file_state({k: v.float() for k, v in tensors.items()})
-    return m.requires_grad_(False).eval()
+    return m.requires_grad_(False).lay_out_weights().eval()
 
 
 def random_seed_model(**overrides) -> HookedModel:
@@ -71,4 +71,4 @@ def random_seed_model(**overrides) -> HookedModel:
     if unknown:
         raise TypeError(f"unknown settings for the seed model: {sorted(unknown)}")
     torch.manual_seed(cfg.seed)
-    return Seed(cfg, name="seed (untrained)").requires_grad_(False).eval()
+    return Seed(cfg, name="seed (untrained)").requires_grad_(False).lay_out_weights().eval()

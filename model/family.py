@@ -201,17 +201,21 @@ class Config:
             return f"{head_dim_key}={hs}"
         return f"{d_key}={d} / {heads_key}={H}"
 
-    USES = {  # the special ids each kind of model puts in a run (an id outside the vocabulary would fail there)
+    USES = {  # the special ids a run looks up in the embedding (an id outside the vocabulary would fail there)
         "encoder": ("pad_token_id",),  # the padding of a batch (and RoBERTa's position offset)
-        "decoder": ("pad_token_id", "bos_token_id", "eos_token_id"),  # padding, an empty prompt, the end
-        "encoder-decoder": ("pad_token_id", "eos_token_id", "decoder_start_token_id"),
+        "decoder": ("pad_token_id",),  # the padding of a batch
+        "encoder-decoder": ("pad_token_id", "decoder_start_token_id"),  # padding, the decoder's first token
     }
+    # An end id is only compared with what the model writes (an argmax over the vocabulary never reaches
+    # an id past it), and a bos id outside the vocabulary only matters for an empty sentence, which then
+    # gets a message; as transformers does, such a config.json loads (GPT-2's default eos and bos, 50256,
+    # in the many small test checkpoints with a smaller vocab_size), with a note of the ids ignored.
 
     def token_ids(self, vocab: int, kind: str) -> dict:
-        """pad, bos, eos (a list of ids or one) and decoder_start. An id this kind of model uses
-        (USES) must be a token of the vocabulary, else a WeightsError before anything is built; an
-        id it does not use that lies outside (a config.json left with another vocabulary's ids) is
-        dropped with a warning."""
+        """pad, bos, eos (a list of ids or one) and decoder_start. An id a run of this kind of model
+        looks up (USES) must be a token of the vocabulary, else a WeightsError before anything is
+        built; any other id that lies outside (GPT-2's 50256 with a small vocab_size, a config.json
+        left with another vocabulary's ids) is dropped with a warning that says so."""
         uses = self.USES[kind]
 
         def valid(key, value):
@@ -224,7 +228,9 @@ class Config:
                     raise WeightsError(f"{self.source}: {key} is {value!r}, {what} (vocab_size={vocab}); "
                                        f"it should be a token id from 0 to {vocab - 1}")
                 warnings.warn(f"{self.source}: {key} {value!r} is not a token of the {vocab}-token "
-                              f"vocabulary; ignored", stacklevel=4)
+                              f"vocabulary; ignored (a run never looks it up: "
+                              f"{'decoding does not stop on it' if key == 'eos_token_id' else 'an empty sentence is refused'})",
+                              stacklevel=4)
                 return None
             return int(value)
 

@@ -822,3 +822,27 @@ def test_a_bert_config_written_before_model_type_existed_loads_as_bert(tmp_path)
     (folder / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(WeightsError, match="model_type None is not supported; supported model_types: gpt2"):
         model.load(folder)
+
+
+def test_gpt2_defaults_of_50256_outside_a_small_vocabulary_load_with_a_note(tmp_path):
+    """Many small test checkpoints keep GPT-2's default bos/eos id 50256 with a smaller vocab_size;
+    transformers loads them, and so does this reader: the ids a run never looks up are ignored with a
+    warning that names them. A pad id outside the vocabulary (a batch's padding looks it up) is still
+    refused before anything is built."""
+    import shutil
+
+    folder = tmp_path / "gpt2-50256"
+    shutil.copytree(FIXTURES / "gpt2", folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(bos_token_id=50256, eos_token_id=50256)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.warns(UserWarning, match=r"eos_token_id 50256 is not a token of the 330-token vocabulary; ignored"):
+        m = model.load(folder)
+    ref = model.load(FIXTURES / "gpt2")
+    texts = ["the cat sat", "a dog"]
+    assert torch.equal(m.run(texts).logits, ref.run(texts).logits)
+    assert len(m.generate_with_cache(["the cat"], max_new_tokens=4).token_ids[0]) == 4  # never stops on 50256
+    cfg["pad_token_id"] = 50256
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(WeightsError, match=r"pad_token_id is 50256, outside the vocabulary \(vocab_size=330\)"):
+        model.load(folder)

@@ -1640,41 +1640,48 @@ WORDS: dict[str, dict[str, str]] = {
         "ko": "로짓 렌즈: 레이어마다의 예측"},
     "stage.logit_lens.explain.decoder": {
         "en": "What would the model predict if it stopped after layer ℓ? Each cell reads the residual stream "
-              "after that layer through the model's own readout (the final RMSNorm, then the output matrix), "
+              "after that layer through the model's own readout ({readout}), "
               "exactly as the model reads its last layer, and shows the most likely next token and its "
               "probability. The top row (layer {last_layer}) is the model's real prediction; position i predicts "
               "the token at i + 1. At the last position ({last}) the top token is “{word}” from layer {settled} "
               "on. The earlier layers were never trained to be read this way, so their rows are a rough view "
               "of what the stream already holds, not what those layers “mean”.",
         "ko": "모델이 레이어 ℓ 다음에서 멈춘다면 무엇을 예측할까요? 각 칸은 그 레이어 뒤의 잔차 스트림을 모델 자신의 "
-              "출력 단계(마지막 RMSNorm, 그다음 출력 행렬)로 읽은 결과로, 모델이 마지막 레이어를 읽는 방식과 똑같습니다. "
+              "출력 단계({readout})로 읽은 결과로, 모델이 마지막 레이어를 읽는 방식과 똑같습니다. "
               "가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 맨 위 행(레이어 {last_layer})이 모델의 실제 예측이며, "
               "위치 i는 i + 1의 토큰을 예측합니다. 마지막 위치({last})에서는 레이어 {settled}부터 1위 토큰이 "
               "“{word}”입니다. 앞쪽 레이어는 이렇게 읽히도록 학습된 적이 없으므로, 그 행들은 스트림에 이미 담긴 것을 "
               "대략 보여 줄 뿐 그 레이어가 “뜻하는” 바는 아닙니다."},
     "stage.logit_lens.explain.seed": {
-        "en": "What would the seed decoder write if it stopped after layer ℓ? Each cell reads the decoder's "
-              "residual stream after that layer through the tied output matrix E (the embedding matrix; each "
-              "post-LayerNorm block already ends in a norm, so nothing else comes between), and shows the most "
+        "en": "What would the decoder write if it stopped after layer ℓ? Each cell reads the decoder's "
+              "residual stream after that layer through the model's own readout ({readout}), and shows the most "
               "likely next token and its probability. The top row (layer {last_layer} of {n}) is what the model "
               "wrote; position t predicts the token at t + 1. At the last position ({last}) the top token is "
               "“{word}” from layer {settled} on. The earlier layers were never trained to be read this way: a "
               "rough view, not what they “mean”.",
-        "ko": "시드 디코더가 레이어 ℓ 다음에서 멈춘다면 무엇을 쓸까요? 각 칸은 그 레이어 뒤의 디코더 잔차 스트림을 묶인 "
-              "출력 행렬 E(임베딩 행렬; 사후 LayerNorm 블록마다 이미 정규화로 끝나므로 그 사이에 다른 것은 없습니다)로 "
+        "ko": "디코더가 레이어 ℓ 다음에서 멈춘다면 무엇을 쓸까요? 각 칸은 그 레이어 뒤의 디코더 잔차 스트림을 모델 "
+              "자신의 출력 단계({readout})로 "
               "읽어, 가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 맨 위 행({n}개 중 레이어 {last_layer})이 "
               "모델이 실제로 쓴 것이며, 위치 t는 t + 1의 토큰을 예측합니다. 마지막 위치({last})에서는 레이어 "
               "{settled}부터 1위 토큰이 “{word}”입니다. 앞쪽 레이어는 이렇게 읽히도록 학습된 적이 없으므로 대략적인 "
               "모습일 뿐, 그 레이어가 “뜻하는” 바는 아닙니다."},
+    "lens.read.norm": {"en": "the final {norm}", "ko": "마지막 {norm}"},
+    "lens.read.scale": {"en": "× {scale}{why}", "ko": "× {scale}{why}"},
+    "lens.read.tied": {"en": "the output matrix E (the embedding matrix, tied)", "ko": "출력 행렬 E (묶인 임베딩 행렬)"},
+    "lens.read.out": {"en": "the output matrix", "ko": "출력 행렬"},
+    "lens.read.bias": {"en": "+ the output bias", "ko": "+ 출력 편향"},
+    "lens.read.softcap": {"en": "the final soft-cap {c}·tanh(z / {c})", "ko": "마지막 소프트캡 {c}·tanh(z / {c})"},
+    "lens.read.then": {"en": ", then ", "ko": ", 그다음 "},
+    "lens.read.post": {"en": "; each post-{norm} block already ends in a norm, so no norm comes between",
+                       "ko": "; 사후 {norm} 블록마다 이미 정규화로 끝나므로 그 사이에 정규화는 없습니다"},
     "stage.logit_lens.explain.pending": {
         "en": "What would the model predict if it stopped after layer ℓ? The logit lens reads the residual stream "
-              "after each of the {n} layers through the model's own readout (its final norm, if it has one, then "
-              "the output matrix), exactly as the model reads its last layer, and shows the most likely next "
+              "after each of the {n} layers through the model's own readout ({readout}), exactly as the model reads its last layer, and shows the most likely next "
               "token and its probability at every position. It is computed when this stage is opened: every "
               "layer through the whole vocabulary, about as costly as a forward pass. The earlier layers were "
               "never trained to be read this way, so their rows are a rough view, not what those layers “mean”.",
         "ko": "모델이 레이어 ℓ 다음에서 멈춘다면 무엇을 예측할까요? 로짓 렌즈는 {n}개 레이어 각각의 뒤에서 잔차 스트림을 "
-              "모델 자신의 출력 단계(마지막 정규화가 있으면 그것, 그다음 출력 행렬)로 읽어, 모델이 마지막 레이어를 읽는 "
+              "모델 자신의 출력 단계({readout})로 읽어, 모델이 마지막 레이어를 읽는 "
               "방식과 똑같이 위치마다 가장 가능성 높은 다음 토큰과 그 확률을 보여 줍니다. 이 단계를 열 때 계산하며, "
               "모든 레이어를 어휘 전체에 대해 읽으므로 순전파 한 번만큼 비용이 듭니다. 앞쪽 레이어는 이렇게 읽히도록 "
               "학습된 적이 없으므로, 그 행들은 대략적인 모습일 뿐 그 레이어가 “뜻하는” 바는 아닙니다."},
@@ -1729,7 +1736,7 @@ WORDS: dict[str, dict[str, str]] = {
               "많은 헤드가 쉬는 자리로 쓰는 토큰(시작, 끝, 구분 토큰)이 실제보다 중요해 보입니다. 여기서는 {n}개 "
               "레이어를 거쳐 마지막 토큰(위치 {last})이 자기 자신을 {own}% 유지하고 첫 토큰에서 {first}%를 받습니다."},
     "stage.rollout.explain.seed_decoder": {
-        "en": "Attention rollout (Abnar & Zuidema 2020) over the seed decoder's self-attention: it multiplies "
+        "en": "Attention rollout (Abnar & Zuidema 2020) over the decoder's self-attention: it multiplies "
               "the layers' attention to estimate how much of each decoder input token reaches each position at "
               "the top. It assumes that the residual connection passes the stream on unchanged (the 0.5·I), "
               "that the {h} heads count equally (averaged) and that mixing is linear (values, W_O, feed-forward "
@@ -1737,14 +1744,14 @@ WORDS: dict[str, dict[str, str]] = {
               "brings in from the encoder is not counted at all. Read it as a rough picture: in a causal stack "
               "the first tokens collect weight merely because every later position can see them. Here, over "
               "{n} layers, the last token (position {last}) keeps {own}% of itself and gets {first}% from the "
-              "first token (<s>).",
-        "ko": "시드 디코더의 셀프 어텐션에 대한 어텐션 롤아웃(아브나르와 자위더마 2020)입니다. 레이어들의 어텐션을 곱해 "
+              "first token ({start}).",
+        "ko": "디코더의 셀프 어텐션에 대한 어텐션 롤아웃(아브나르와 자위더마 2020)입니다. 레이어들의 어텐션을 곱해 "
               "디코더 입력 토큰 각각이 맨 위의 각 위치에 얼마나 이르는지 어림합니다. 잔차 연결은 스트림을 그대로 "
               "넘기고(0.5·I), {h}개 헤드는 똑같이 세며(평균), 섞임은 선형이라고(밸류, W_O, 피드포워드, 정규화는 "
               "빠짐) 가정합니다. 게다가 여기서는 디코더의 셀프 어텐션만 따라가므로, 크로스 어텐션이 인코더에서 "
               "가져오는 것은 전혀 세지 않습니다. 대략적인 그림으로 읽으세요: 인과 스택에서는 뒤의 모든 위치가 볼 수 "
               "있다는 이유만으로 앞쪽 토큰에 가중치가 쌓입니다. 여기서는 {n}개 레이어를 거쳐 마지막 토큰(위치 "
-              "{last})이 자기 자신을 {own}% 유지하고 첫 토큰(<s>)에서 {first}%를 받습니다."},
+              "{last})이 자기 자신을 {own}% 유지하고 첫 토큰({start})에서 {first}%를 받습니다."},
     "stage.value_norms.title": {
         "en": "Weight is not influence: value-weighted attention",
         "ko": "가중치는 영향력이 아니다: 밸류로 잰 어텐션"},
@@ -1754,14 +1761,14 @@ WORDS: dict[str, dict[str, str]] = {
               "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left; the bars on the right, "
               "‖v_j W_O[h]‖, how much each key would move with all the weight. In this head the "
               "queries after the first put {w0}% of their weight on the first token, whose value vector after "
-              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
-              "head moves. Much weight with a short value vector is an attention sink: "
+              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the summed "
+              "lengths of all the head's terms at those queries (a share of lengths, not of the output's length). Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}); the output bias b_O belongs to all heads together and is left out.",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
               "밸류 벡터입니다. 가운데 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를 왼쪽의 가중치 "
               "α_ij 옆에 보여 주고, 오른쪽 막대는 각 키가 가중치를 모두 받으면 옮길 길이 ‖v_j W_O[h]‖입니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
-              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 그 쿼리들에서 헤드의 모든 항의 길이를 더한 것 가운데 그 토큰의 항이 차지하는 몫은 {n0}%입니다 (출력 길이의 몫이 아니라 길이들의 합의 몫). 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})이며, 출력 "
               "바이어스 b_O는 모든 헤드에 함께 속하므로 뺐습니다."},
     "stage.value_norms.explain.no_bias": {
@@ -1770,14 +1777,14 @@ WORDS: dict[str, dict[str, str]] = {
               "‖α_ij v_j W_O[h]‖ (Kobayashi et al. 2020), beside the weight α_ij on the left; the bars on the right, "
               "‖v_j W_O[h]‖, how much each key would move with all the weight. In this head the "
               "queries after the first put {w0}% of their weight on the first token, whose value vector after "
-              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the length the "
-              "head moves. Much weight with a short value vector is an attention sink: "
+              "W_O is {ratio}× as long as the other tokens' on average; its terms make up {n0}% of the summed "
+              "lengths of all the head's terms at those queries (a share of lengths, not of the output's length). Much weight with a short value vector is an attention sink: "
               "a place to put weight the head does not need. The values are those this head reads (K/V head "
               "{kv}).",
         "ko": "이 헤드가 위치 i에 더하는 것은 Σ_j α_ij · v_j W_O[h]입니다: 각 키의 항은 가중치 곱하기 출력 투영을 거친 "
               "밸류 벡터입니다. 가운데 패널은 각 항의 길이 ‖α_ij v_j W_O[h]‖(고바야시 외 2020)를 왼쪽의 가중치 "
               "α_ij 옆에 보여 주고, 오른쪽 막대는 각 키가 가중치를 모두 받으면 옮길 길이 ‖v_j W_O[h]‖입니다. 이 헤드에서 첫 번째 뒤의 쿼리들은 가중치의 {w0}%를 첫 토큰에 줍니다. 출력 투영을 "
-              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 헤드가 옮기는 길이 가운데 그 토큰의 몫은 {n0}%입니다. 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
+              "거친 첫 토큰의 밸류 벡터는 다른 토큰들 평균의 {ratio}배 길이이며, 그 쿼리들에서 헤드의 모든 항의 길이를 더한 것 가운데 그 토큰의 항이 차지하는 몫은 {n0}%입니다 (출력 길이의 몫이 아니라 길이들의 합의 몫). 가중치는 많은데 밸류 벡터가 짧으면 어텐션 싱크입니다: "
               "헤드가 필요 없는 가중치를 놓아두는 자리입니다. 밸류는 이 헤드가 읽는 것(K/V 헤드 {kv})입니다."},
     "stage.qk_map.title": {
         "en": "Queries and keys in one map",
@@ -1852,16 +1859,16 @@ WORDS: dict[str, dict[str, str]] = {
     "stage.head_roles.explain.seed_decoder": {
         "en": "A score per head for jobs, so that a label comes from a number, not from one picture. Previous "
               "token: the mean weight from each token to the one before it; first token: to the first token "
-              "(<s>, an attention sink); self: to itself; over the decoder's {n} input tokens (<s> and what the "
+              "({start}, an attention sink); self: to itself; over the decoder's {n} input tokens ({start} and what the "
               "model wrote), leaving out position 0 (it can only read itself). Strongest here: previous token "
               "{previous_token}; first token {first_token}; self {self}. Induction ({induction}) is not measured "
-              "for the seed decoder: it reads its own output, not a text that can be written twice ({tokens} "
+              "for the decoder: it reads its own output, not a text that can be written twice ({tokens} "
               "random tokens); choose the encoder for it.",
         "ko": "헤드마다 일의 점수를 매겨, 이름표가 그림 한 장이 아니라 숫자에서 나오게 합니다. 이전 토큰: 각 토큰이 바로 "
-              "앞 토큰에 주는 가중치의 평균, 첫 토큰: 첫 토큰(<s>, 어텐션 싱크)에 주는 평균, 자기 자신: 자신에게 주는 "
-              "평균. 디코더 입력 토큰 {n}개(<s>와 모델이 쓴 것)에서 재며 위치 0은 뺍니다(자기 자신만 읽을 수 있음). "
+              "앞 토큰에 주는 가중치의 평균, 첫 토큰: 첫 토큰({start}, 어텐션 싱크)에 주는 평균, 자기 자신: 자신에게 주는 "
+              "평균. 디코더 입력 토큰 {n}개({start}와 모델이 쓴 것)에서 재며 위치 0은 뺍니다(자기 자신만 읽을 수 있음). "
               "여기서 가장 강한 헤드: 이전 토큰 {previous_token}; 첫 토큰 {first_token}; 자기 자신 {self}. 유도"
-              "({induction})는 시드 디코더에서는 재지 않습니다: 디코더는 두 번 쓸 수 있는 글(무작위 토큰 {tokens}개)이 "
+              "({induction})는 디코더에서는 재지 않습니다: 디코더는 두 번 쓸 수 있는 글(무작위 토큰 {tokens}개)이 "
               "아니라 자기 출력을 읽기 때문입니다. 유도를 보려면 인코더를 고르세요."},
     "roles.strongest": {
         "en": "Strongest by {role}: {heads}",
@@ -1930,8 +1937,8 @@ WORDS: dict[str, dict[str, str]] = {
     "lesson.sinks.bin2": {"en": "about as long (0.75× to 1.5×)", "ko": "비슷하다 (0.75배에서 1.5배)"},
     "lesson.sinks.bin3": {"en": "more than 1.5× as long", "ko": "1.5배보다 길다"},
     "lesson.sinks.why": {
-        "en": "{r}× as long ({first} against {others} on average). So layer {l}, head {h} gives the first token {w}% of its weight but moves little with it: the first token's terms make up {share}% of the length the head moves, each of them short. The value norms show it cell by cell (middle panel) and key by key (the bars: ‖v_j W_O‖): weight is where a head looks, the norm is what it moves.",
-        "ko": "{r}배입니다 (평균 {others}에 비해 {first}). 그러니 레이어 {l}, 헤드 {h}은(는) 첫 토큰에 가중치의 {w}%를 주지만 그것으로 옮기는 것은 적습니다: 헤드가 옮기는 길이 가운데 첫 토큰의 항이 {share}%를 차지하지만 각 항이 짧습니다. 밸류 노름이 칸마다(가운데 패널), 키마다(막대: ‖v_j W_O‖) 보여 줍니다: 가중치는 헤드가 보는 곳이고, 노름은 헤드가 옮기는 것입니다."},
+        "en": "{r}× as long ({first} against {others} on average). So layer {l}, head {h} gives the first token {w}% of its weight but moves little with it: the first token's terms make up {share}% of the summed lengths of the head's terms, each of them short. The value norms show it cell by cell (middle panel) and key by key (the bars: ‖v_j W_O‖): weight is where a head looks, the norm is what it moves.",
+        "ko": "{r}배입니다 (평균 {others}에 비해 {first}). 그러니 레이어 {l}, 헤드 {h}은(는) 첫 토큰에 가중치의 {w}%를 주지만 그것으로 옮기는 것은 적습니다: 헤드의 항들의 길이를 더한 것 가운데 첫 토큰의 항이 {share}%를 차지하지만 각 항이 짧습니다. 밸류 노름이 칸마다(가운데 패널), 키마다(막대: ‖v_j W_O‖) 보여 줍니다: 가중치는 헤드가 보는 곳이고, 노름은 헤드가 옮기는 것입니다."},
     "lens.running": {
         "en": "Reading every layer through the output matrix…",
         "ko": "모든 레이어를 출력 행렬로 읽는 중…"},

@@ -61,6 +61,8 @@ class ModelInfo:
     rotary_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
     attn_softcap: float = 0.0  # scores -> c·tanh(scores / c) (hook_capped_scores); 0: none
     final_softcap: float = 0.0  # logits -> c·tanh(logits / c); 0: none
+    logit_scale: float = 1.0  # the last stream × this before the output projection (T5 with tied output: d^-½)
+    output_bias: bool = False  # the output projection adds a bias (Marian's final_logits_bias, MLM heads)
 
     max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
     #                      0 here: 512, or max_len if smaller

@@ -111,13 +111,15 @@ class Transformer(HookedModel):
             window_layers=tuple(i for i in range(f.n_layers) if f.windowed(i)),
             positional_base_local=f.rope_local.base if f.rope_local is not None else None,
             rotary_dims=f.rope_dims, attn_softcap=f.attn_softcap, final_softcap=f.final_softcap,
+            logit_scale=f.logit_scale, output_bias=f.output_bias and f.head != "",
         )
         self.setup_hooks()
 
     def lay_out_weights(self) -> "Transformer":
         """The weights laid out for the CPU's matrix products, the numbers and the parameters' names
-        and shapes unchanged; the loaders of checkpoints call it once their weights are in (not the
-        seed rebuilt from the parts, whose weights are shared with the seed model's).
+        and shapes unchanged; the loaders call it once their weights are in (the seed's too: 5 % off
+        its run_with_cache, paired in one process, the same logits; a model being trained keeps the
+        plain layout).
 
         - every self-attention's W_Q, W_K, W_V as one matrix (parts.Attention.fuse);
         - every projection to fewer features than it reads (the feed-forward's W_out, a W_O wider

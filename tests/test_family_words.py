@@ -367,3 +367,67 @@ def test_the_real_gemma3_in_korean_and_english():
     assert "window=4" in out.layout.title.subtitle.text
     d = stages.qk_norm_data(stages._context(run, info, sel, "en"))
     assert np.abs(d["scores_after"]).max() < np.abs(d["scores_before"]).max() / 10
+
+
+# --- the logit lens's readout, from each model's description (issue "One path", item 4) ------------
+def readout_facts(info) -> dict:
+    """What the lens's words and formula must say of this model's way out (from model/family.py's reading)."""
+    norm = str(info.norm).split("-", 1)[-1]
+    return {"norm": norm if info.final_norm else None, "tied": info.tied_output, "scale": info.logit_scale,
+            "softcap": info.final_softcap, "bias": info.output_bias}
+
+
+def lens_words(m, lang="en"):
+    run = stages.run_data(m, TEXTS if m.info.vocab_size < 20000 else ["The cat sat on the mat."])
+    sel = stages.Selection(m.info.name, 0, 0, 0, "decoder.self_attn" if m.info.kind != "encoder" else m.info.blocks[0])
+    return stages.stage_words("logit_lens", run, m.info, sel, lang)
+
+
+def check_readout(w: dict, facts: dict) -> list[str]:
+    bad = []
+    text, tex = w["explain"], w["formula"]
+    if facts["norm"]:
+        if f"the final {facts['norm']}" not in text:
+            bad.append(f"the final {facts['norm']} not named")
+        if r"\mathrm{" + facts["norm"].replace("(1+w)", "") not in tex:
+            bad.append(f"{facts['norm']} not in the formula")
+    elif "the final LayerNorm" in text or "the final RMSNorm" in text:
+        bad.append("a final norm named for a model without one")
+    for other in ("RMSNorm", "LayerNorm"):  # no norm of another kind in the formula
+        if other not in (facts["norm"] or "") and r"\mathrm{" + other in tex:
+            bad.append(f"{other} in the formula")
+    if facts["tied"] != ("E^\\top" in tex) or facts["tied"] != ("(the embedding matrix, tied)" in text):
+        bad.append("tied output said wrongly")
+    if (facts["scale"] != 1.0) != ("d_{model}^{-1/2}" in tex or r"\cdot " in tex):
+        bad.append("output scale said wrongly")
+    if bool(facts["softcap"]) != ("tanh" in tex and "soft-cap" in text):
+        bad.append("final soft-cap said wrongly")
+    if facts["bias"] != ("+ b" in tex):
+        bad.append("output bias said wrongly")
+    if "seed" in text:
+        bad.append("the seed named for another model")
+    return bad
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in ("bert", "roberta", "distilbert")])
+def test_the_logit_lens_says_each_familys_own_readout(name):
+    m = model.load(FIXTURES / name)
+    facts = readout_facts(m.info)
+    for lang in ("en", "ko"):
+        w = lens_words(m, lang)
+        assert "{" not in w["explain"].replace("{}", ""), w["explain"]
+        if lang == "en":
+            assert check_readout(w, facts) == [], (name, w["explain"], w["formula"])
+    # and a wrong description fails the check: the words of another model's way out
+    wrong = dict(facts, norm=None if facts["norm"] else "RMSNorm", tied=not facts["tied"])
+    assert check_readout(lens_words(m), wrong) != []
+
+
+@pytest.mark.parametrize("name", ["seed", "smollm2", "gemma3"])
+def test_the_logit_lens_says_each_shipped_models_readout(name):
+    from model import fetch
+
+    if name in fetch.SOURCES and not fetch.is_fetched(name):
+        pytest.skip(f"{name} not fetched")
+    m = model.load(name)
+    assert check_readout(lens_words(m), readout_facts(m.info)) == []

@@ -1758,13 +1758,46 @@ def _lens_layers(c: _Ctx) -> int:
     return layers_for(c.info, "decoder.self_attn")
 
 
+def _scale_is_inverse_root_d(info: dict, s: float) -> bool:
+    return abs(s - float(info["d_model"]) ** -0.5) <= 1e-9 * s
+
+
+def _readout_tex(info: dict, h: str = r"h^{(\ell)}_i") -> str:
+    """The model's own way from a stream to logits, from its description: [final norm] [× scale]
+    · (E or W_out)ᵀ [+ b], [soft-capped]."""
+    x = _norm_tex(info) + r"\big(" + h + r"\big)" if info.get("final_norm") else h
+    s = float(info.get("logit_scale") or 1.0)
+    if s != 1.0:
+        x += r"\, d_{model}^{-1/2}" if _scale_is_inverse_root_d(info, s) else rf"\cdot {s:.4g}"
+    z = x + r"\, " + ("E" if info.get("tied_output") else "W_{out}") + r"^\top" + (" + b" if info.get("output_bias") else "")
+    cap = float(info.get("final_softcap") or 0.0)
+    return rf"{cap:g}\tanh\big(({z}) / {cap:g}\big)" if cap else z
+
+
+def _readout_words(c: _Ctx) -> str:
+    """The readout in words, step by step, from the model's description (see _readout_tex)."""
+    info, steps = c.info, []
+    if info.get("final_norm"):
+        steps.append(c.words("lens.read.norm", norm=_norm_name(info)))
+    s = float(info.get("logit_scale") or 1.0)
+    if s != 1.0:
+        steps.append(c.words("lens.read.scale", scale=f"{s:.4g}",
+                             why=" (d_model^-½)" if _scale_is_inverse_root_d(info, s) else ""))
+    steps.append(c.words("lens.read.tied") if info.get("tied_output") else c.words("lens.read.out"))
+    if info.get("output_bias"):
+        steps.append(c.words("lens.read.bias"))
+    cap = float(info.get("final_softcap") or 0.0)
+    if cap:
+        steps.append(c.words("lens.read.softcap", c=f"{cap:g}"))
+    text = c.words("lens.read.then").join(steps)
+    if not info.get("final_norm") and str(info.get("norm") or "").startswith("post-"):
+        text += c.words("lens.read.post", norm=_norm_name(info))
+    return text
+
+
 def _lens_formula(c: _Ctx) -> str:
-    if c.info.get("final_norm"):
-        read = r"\mathrm{RMSNorm}\big(h^{(\ell)}_i\big)\, W_{out}^\top"
-    else:
-        read = r"h^{(\ell)}_i\, E^\top"
-    return (r"\hat t^{(\ell)}_i = \arg\max_t\ \mathrm{softmax}\big(" + read + r"\big)_t,\quad p^{(\ell)}_i = \max_t\ "
-            r"\mathrm{softmax}(\cdot)_t,\qquad \ell = 0, \dots, " + str(_lens_layers(c) - 1))
+    return (r"\hat t^{(\ell)}_i = \arg\max_t\ \mathrm{softmax}\big(" + _readout_tex(c.info) + r"\big)_t,\quad "
+            r"p^{(\ell)}_i = \max_t\ \mathrm{softmax}(\cdot)_t,\qquad \ell = 0, \dots, " + str(_lens_layers(c) - 1))
 
 
 def _lens_fill(c: _Ctx) -> dict:
@@ -1780,7 +1813,7 @@ def _lens_fill(c: _Ctx) -> dict:
             k -= 1
         settled, last = k, lens.ids.shape[1] - 1
         word = style.plain_text(style.visible(lens.token_text.get(int(col[-1]), str(int(col[-1])))), 30)
-    return {"n": n, "last_layer": n - 1, "settled": settled, "word": word, "last": last}
+    return {"n": n, "last_layer": n - 1, "settled": settled, "word": word, "last": last, "readout": _readout_words(c)}
 
 
 @stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens",
@@ -1813,7 +1846,13 @@ def _rollout_fill(c: _Ctx) -> dict:
     pats, n = _stack_patterns(c)
     R = an.rollout(pats, n)
     return {"n": pats.shape[0], "h": pats.shape[1], "first": f"{100 * float(R[-1, 0]):.0f}",
-            "last": n - 1, "own": f"{100 * float(R[-1, -1]):.0f}"}
+            "last": n - 1, "own": f"{100 * float(R[-1, -1]):.0f}", "start": _first_token(c)}
+
+
+def _first_token(c: _Ctx) -> str:
+    """The selected stack's first token as shown (the seed decoder's <s>, T5's <pad>, a BOS, a word)."""
+    toks = stack_tokens(c.run, c.sel.block.split(".")[0], c.sel.sentence)
+    return style.plain_text(style.visible(toks[0]), 20) if toks else "—"
 
 
 @stage("rollout", section="beyond", per_head=False, blocks=("encoder.self_attn", "decoder.self_attn"),
@@ -1941,7 +1980,7 @@ def _strongest_text(scores: np.ndarray, k: int = 3) -> str:
 def _roles_fill(c: _Ctx) -> dict:
     scores = _role_scores(c)
     return {**{r: _strongest_text(scores[r]) for r in an.ROLES}, "n": _stack_patterns(c)[1],
-            "tokens": 2 * INDUCTION_TOKENS}
+            "tokens": 2 * INDUCTION_TOKENS, "start": _first_token(c)}
 
 
 def _roles_variant(c: _Ctx) -> str:

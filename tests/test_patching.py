@@ -391,3 +391,21 @@ def test_other_encoder_decoders_patch_through_the_common_interface(family):
     assert abs(heads.logp[last][0] - want) <= tol(m.info, logits)
     # and the table is not the corrupted run everywhere: the differing token's stream moves the answer
     assert abs(res.logp[-1][diff] - res.corrupted_logp) > tol(m.info, logits)
+
+
+@pytest.mark.parametrize("family", ["t5", "marian"])
+def test_the_exporter_writes_the_patching_table_of_other_encoder_decoders(tmp_path, family):
+    from helpers import run_cli
+
+    path = FAMILIES / family
+    if not path.is_dir():
+        pytest.skip(f"no fixture {family}")
+    out = tmp_path / "csv"
+    r = run_cli("--model", str(path), "--text", "a b c d", "--compare", "a b e d", "--stages", "patching",
+                "--format", "csv", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (csv_path,) = out.glob("*.csv")
+    lines = csv_path.read_text("utf-8-sig").splitlines()
+    m = model.load(str(path))
+    n = len(m.source(["a b c d"])[0][0].ids)
+    assert len(lines) == 1 + m.info.n_layers * n  # a row per layer and source position

@@ -1359,22 +1359,6 @@ WORDS: dict[str, dict[str, str]] = {
     "whatif.no_output": {
         "en": "This model has no output to compare here.",
         "ko": "이 모델에는 여기서 비교할 출력이 없습니다."},
-    "whatif.output_note_seed": {
-        "en": "The seed model writes greedily, one character at a time, reading what it has written; under "
-              "the edits it writes again from the start, so one changed step changes what follows. The first "
-              "character that differs is outlined.",
-        "ko": "seed 모델은 자기가 쓴 것을 읽으며 한 글자씩 탐욕적으로 씁니다. 편집하면 처음부터 다시 쓰므로, 한 "
-              "단계가 바뀌면 그 뒤가 모두 달라질 수 있습니다. 처음 달라지는 글자에 테두리를 칩니다."},
-    "whatif.output_note_decoder": {
-        "en": "SmolLM2's probabilities for the token after the sentence's last token. KL(① ‖ ②) says how far "
-              "the edited distribution is from the intact one, in nats (0: the same).",
-        "ko": "문장의 마지막 토큰 다음에 올 토큰에 대한 SmolLM2의 확률입니다. KL(① ‖ ②)은 편집한 분포가 원래 "
-              "분포에서 얼마나 먼지를 nat 단위로 나타냅니다 (0: 같음)."},
-    "whatif.output_note_encoder": {
-        "en": "MiniLM's sentence embedding: the mean of the last layer's vectors over the real tokens, "
-              "normalised (as sentence-transformers does). cos = 1: the edits changed nothing.",
-        "ko": "MiniLM의 문장 임베딩: 마지막 레이어 벡터를 실제 토큰에 대해 평균 내고 정규화한 것입니다 "
-              "(sentence-transformers와 같음). cos = 1이면 편집이 아무것도 바꾸지 않은 것입니다."},
     "whatif.caption_edits": {
         "en": "edits: {edits}",
         "ko": "편집: {edits}"},
@@ -2135,9 +2119,9 @@ WORDS: dict[str, dict[str, str]] = {
     "embedding.parts_no_type": {
         "en": "its word embedding and the position embedding of its place (no token-type embedding)",
         "ko": "단어 임베딩과 자리의 위치 임베딩 (토큰 타입 임베딩 없음)"},
-    "embedding.roberta_offset": {
-        "en": " (RoBERTa's position table starts after the padding row: position i reads row i + pad id + 1)",
-        "ko": " (RoBERTa의 위치 표는 패딩 행 다음에서 시작합니다: 위치 i는 i + 패딩 id + 1번 행을 읽습니다)"},
+    "embedding.position_offset": {
+        "en": " (the position table starts {offset} rows in: position i reads row i + {offset})",
+        "ko": " (위치 표는 {offset}행 뒤에서 시작합니다: 위치 i는 i + {offset}번 행을 읽습니다)"},
     "tx.relative_bias": {
         "en": "no positional vector: a relative bias is added to the scores",
         "ko": "위치 벡터 없음: 점수에 상대 위치 편향을 더함"},

@@ -61,6 +61,9 @@ class ModelInfo:
     rotary_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
     attn_softcap: float = 0.0  # scores -> c·tanh(scores / c) (hook_capped_scores); 0: none
     final_softcap: float = 0.0  # logits -> c·tanh(logits / c); 0: none
+    pos_offset: int = 0  # learned positions: position i reads row pos_offset + i (RoBERTa: pad id + 1)
+    token_types: int = 0  # token-type embeddings (BERT, RoBERTa: every token is type 0); 0: none
+    sinusoidal_split: bool = False  # sinusoids: sin in the first half of the columns, cos in the second (Marian)
     logit_scale: float = 1.0  # the last stream × this before the output projection (T5 with tied output: d^-½)
     output_bias: bool = False  # the output projection adds a bias (Marian's final_logits_bias, MLM heads)
 

@@ -112,6 +112,7 @@ class Transformer(HookedModel):
             positional_base_local=f.rope_local.base if f.rope_local is not None else None,
             rotary_dims=f.rope_dims, attn_softcap=f.attn_softcap, final_softcap=f.final_softcap,
             logit_scale=f.logit_scale, output_bias=f.output_bias and f.head != "",
+            pos_offset=f.pos_offset, token_types=f.type_vocab_size, sinusoidal_split=f.sinusoidal_split,
         )
         self.setup_hooks()
 

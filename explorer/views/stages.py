@@ -359,12 +359,9 @@ def _layer_norm(info: dict) -> bool:
     return _norm_name(info) == "LayerNorm"
 
 
-def _family(info: dict) -> str:
-    return str(info.get("family") or "")
-
-
 def _family_label(info: dict) -> str:
-    return str(info.get("family") or info.get("name") or "")
+    """The model as the words name it: its own name (smollm2, seed, a folder's name)."""
+    return str(info.get("name") or info.get("family") or "")
 
 
 def _scale_of(info: dict) -> float:
@@ -488,19 +485,20 @@ def _embedding_variant(c: _Ctx) -> str:
     if c.info.get("embed_norm"):
         if scaled:
             return "unknown"
-        return "learned" if _family(c.info) in ("", "bert") else "learned_family"
+        # BERT's sum (token type 0, positions from row 0) has words of its own; other learned tables say theirs
+        return "learned" if c.info.get("token_types") and not c.info.get("pos_offset") else "learned_family"
     return "scaled" if scaled else "unscaled"
 
 
 def _type_embedding(info: dict) -> bool:
-    """BERT and RoBERTa add a token-type embedding (type 0); DistilBERT has none."""
-    return _family(info) != "distilbert"
+    """A token-type embedding (type 0) is added (BERT, RoBERTa; DistilBERT has none)."""
+    return bool(info.get("token_types"))
 
 
 def _embedding_words(c: _Ctx) -> dict:
     parts = c.words("embedding.parts_type" if _type_embedding(c.info) else "embedding.parts_no_type")
-    if _family(c.info) == "roberta":
-        parts += c.words("embedding.roberta_offset")
+    if c.info.get("pos_offset"):
+        parts += c.words("embedding.position_offset", offset=int(c.info["pos_offset"]))
     return {"family": _family_label(c.info), "parts": parts, "pos": c.info.get("positional"),
             "norm": str(c.info.get("embed_norm"))}
 
@@ -518,7 +516,7 @@ def _embedding_formula(c: _Ctx) -> str:
         return r"x_i = E[t_i] \cdots"
     if v == "learned_family":
         typ = r" + E_{type}[0]" if _type_embedding(c.info) else ""
-        row = r"P[i + p + 1]" if _family(c.info) == "roberta" else "P[i]"
+        row = rf"P[i + {int(c.info['pos_offset'])}]" if c.info.get("pos_offset") else "P[i]"
         return r"x_i = \mathrm{LayerNorm}\big(E[t_i]" + typ + " + " + row + r"\big)"
     if v == "learned":
         return r"x_i = \mathrm{LayerNorm}\big(E[t_i] + E_{type}[0] + P[i]\big)"
@@ -584,8 +582,8 @@ SINUSOIDAL_SPLIT = (r"PE_{(pos,\,i)} = \sin\!\left(\frac{pos}{n^{2i/d_{model}}}\
 
 def _pe_heatmap_variant(c: _Ctx) -> str:
     if _learned(c.info):
-        return "learned_offset" if _family(c.info) == "roberta" else "learned"
-    return "sinusoidal_split" if _family(c.info) == "marian" else "sinusoidal"
+        return "learned_offset" if c.info.get("pos_offset") else "learned"
+    return "sinusoidal_split" if c.info.get("sinusoidal_split") else "sinusoidal"
 
 
 def _pe_heatmap_formula(c: _Ctx) -> str:
@@ -1308,14 +1306,9 @@ def _whatif_entropy(c: _Ctx, title: str, opts: dict):
 
 
 def _output_note(c: _Ctx) -> str | None:
-    kind = c.info.get("kind")
-    if _family(c.info):  # a model read from a folder: its own name, not the built-in models' sentences
-        key = {"encoder-decoder": "whatif.output_note_family_seq2seq", "decoder": "whatif.output_note_family_decoder",
-               "encoder": "whatif.output_note_family_encoder"}.get(kind)
-        return None if key is None else c.words(key, family=_family_label(c.info))
-    key = {"encoder-decoder": "whatif.output_note_seed", "decoder": "whatif.output_note_decoder",
-           "encoder": "whatif.output_note_encoder"}.get(kind)
-    return None if key is None else c.words(key)
+    key = {"encoder-decoder": "whatif.output_note_family_seq2seq", "decoder": "whatif.output_note_family_decoder",
+           "encoder": "whatif.output_note_family_encoder"}.get(c.info.get("kind"))
+    return None if key is None else c.words(key, family=_family_label(c.info))
 
 
 @stage("whatif_output", section="whatif", per_head=False, controls="whatif", needs="edited", note=_output_note,

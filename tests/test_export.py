@@ -214,6 +214,23 @@ def test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_fil
     assert len(names) == len(set(n.lower() for n in names)), "file names must be unique"
 
 
+def test_the_manifest_carries_each_stages_words_in_the_language_asked(selection):
+    """A lecturer needs the words beside the figures: the ZIP's manifest.json has, for every stage it
+    wrote, the title, formula and explanation the page shows for this model and run, in the language
+    asked (a CSV-only bundle: no browser needed)."""
+    m, cache, sel, texts = selection
+    wanted = [s for s in ex.stage_ids() if views.applies(s, m.info, sel.block) and not views.REGISTRY[s].on_demand
+              and not views.REGISTRY[s].needs][:4]
+    data = ex.bundle_zip(cache, m.info, sel, model_name="seed", text=texts[0], formats=["csv"], stages=wanted,
+                         lang="ko")
+    doc = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))
+    assert set(doc["stages"]) == set(wanted)
+    for sid in wanted:
+        w = views.stage_words(sid, cache, m.info, sel, "ko")
+        assert doc["stages"][sid] == {"title": w["title"], "formula": w["formula"] or "", "explanation": w["explain"]}
+        assert any("\uac00" <= ch <= "\ud7a3" for ch in doc["stages"][sid]["explanation"]), sid  # in Korean
+
+
 @needs_chromium
 def test_bundle_files_decode(bundle, selection):
     _m, cache, _sel, _texts = selection

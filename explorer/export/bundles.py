@@ -44,6 +44,7 @@ class ExportMeta:
     stage_index: int | None = None  # position in the pipeline, so files sort in order
     edits: str = ""  # a what-if figure: the edits of its edited run (model.edits' canonical form)
     compare: str = ""  # a comparison figure: the second sentence
+    words: tuple[tuple[str, str], ...] = ()  # ("title", ..), ("formula", ..), ("explanation", ..): the page's words
 
     def as_dict(self) -> dict:
         out = {"model": self.model, "sentence": self.sentence, "text": self.text,
@@ -237,6 +238,8 @@ def manifest(meta: ExportMeta, written: list[Written], *, theme: str, scale: flo
         "layer": meta.layer, "head": meta.head, "theme": theme, "scale": scale, "lang": lang,
         "edits": edits, **({"compare": compare} if compare else {}),
         "files": [w.__dict__ for w in written],
+        # the words beside each figure, as the page shows them for this model and run, in ``lang``
+        "stages": {m.stage: dict(m.words) for m in (*metas, meta) if m.words},
     }
 
 
@@ -283,7 +286,8 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
     run_edits, run_compare = views.second_run(stage_id, options)
     edits = run_edits if edits is None else edits
     compare = run_compare if compare is None else compare
-    shape = views.stage_words(stage_id, cache, info, sel, lang, **options)["shape"]
+    said = views.stage_words(stage_id, cache, info, sel, lang, **options)
+    shape = said["shape"]
     if shape:  # a slide states the shape of what it draws, as the page does
         fig = go.Figure(fig)
         old = fig.layout.title.subtitle.text if fig.layout.title.subtitle and fig.layout.title.subtitle.text else ""
@@ -300,7 +304,9 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
                       stage_title=views.stage_title(stage_id, lang, sel.block), stage_index=order.index(stage_id) + 1,
-                      edits=edits, compare=compare)
+                      edits=edits, compare=compare,
+                      words=(("title", said["title"]), ("formula", said["formula"] or ""),
+                             ("explanation", said["explain"])))
     cap = views.caption(model_name, text, sel, stage_id, lang=lang, edits=edits, compare=compare)
     return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)
 

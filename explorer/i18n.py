@@ -529,11 +529,11 @@ WORDS: dict[str, dict[str, str]] = {
               "hidden from attention.",
         "ko": "글을 토큰으로 자르고 각 토큰에 번호(id, {V}개 중 하나)를 붙입니다. 길이가 다른 문장은 같은 길이로 패딩해 한 배치로 처리하며, 패딩(회색)은 나중에 어텐션에서 가려야 합니다."},
     "stage.tokens.explain.decoder": {
-        "en": "The decoder's input is <s> followed by what the model wrote, shifted one place right: position t "
+        "en": "The decoder's input is {start} followed by what the model wrote, shifted one place right: position t "
               "holds the token chosen at step t − 1. The figures below are one pass over this whole sequence at "
               "once (teacher forcing on the model's own output); the causal mask keeps each position from "
               "reading later ones, so every row is what the model saw when it chose the next token.",
-        "ko": "디코더의 입력은 <s> 뒤에 모델이 쓴 것을 이어 붙여 오른쪽으로 한 칸 민 것입니다: t번 위치에는 t − 1번째 "
+        "ko": "디코더의 입력은 {start} 뒤에 모델이 쓴 것을 이어 붙여 오른쪽으로 한 칸 민 것입니다: t번 위치에는 t − 1번째 "
               "단계에서 고른 토큰이 있습니다. 아래 그림은 이 시퀀스 전체를 한 번에 통과시킨 결과(모델 자신의 출력으로 하는 "
               "티처 포싱)이며, 인과 마스크가 각 위치가 뒤의 위치를 읽지 못하게 하므로 각 행은 모델이 다음 토큰을 고를 때 "
               "본 것과 같습니다."},
@@ -882,8 +882,8 @@ WORDS: dict[str, dict[str, str]] = {
     "tensor.tutorial_embedding": {"en": "the tutorial's embeddings", "ko": "튜토리얼의 임베딩"},
     "chain.ids": {"en": "token ids", "ko": "토큰 id"},
     "chain.ids_dec": {
-        "en": "decoder input: <s> + what the model wrote, shifted one place right",
-        "ko": "디코더 입력: <s> + 모델이 쓴 것, 오른쪽으로 한 칸 민 것"},
+        "en": "decoder input: {start} + what the model wrote, shifted one place right",
+        "ko": "디코더 입력: {start} + 모델이 쓴 것, 오른쪽으로 한 칸 민 것"},
     "chain.embed": {"en": "embedding E[t]", "ko": "임베딩 E[t]"},
     "chain.embed_scaled": {"en": "embedding E[t] · √d_model (= {scale})", "ko": "임베딩 E[t] · √d_model (= {scale})"},
     "chain.pe": {"en": "+ positional encoding PE (the same for every sentence)",
@@ -1036,19 +1036,19 @@ WORDS: dict[str, dict[str, str]] = {
               "위치마다 제곱평균제곱근으로 나누고(평균을 빼지도, 더하지도 않음) γ를 곱합니다. 그림은 {layer}번 "
               "레이어를 순서대로 따라가고, 아래 그래프는 각 정규화 입력의 위치별 제곱평균제곱근입니다. {extra}"},
     "stage.logits.title": {
-        "en": "The generator: next-character probabilities",
-        "ko": "생성기: 다음 글자의 확률"},
+        "en": "The generator: next-token probabilities",
+        "ko": "생성기: 다음 토큰의 확률"},
     "stage.logits.explain": {
-        "en": "The last decoder layer's stream h_t (layer {last}) times Eᵀ — the embedding matrix again, no "
-              "separate output matrix — gives one score per character of the vocabulary ({V}); softmax turns "
+        "en": "The last decoder layer's stream h_t (layer {last}) through the model's readout ({readout}) "
+              "gives one score per token of the vocabulary ({V}); softmax turns "
               "them into probabilities. Each row is one decoder position, labelled by the token it reads; the "
-              "cells are the {k} most likely next characters, and the outlined one is what the model wrote "
-              "(greedy: the most likely). All rows come from one teacher-forced pass over <s> + what the model "
+              "cells are the {k} most likely next tokens, and the outlined one is what the model wrote "
+              "(greedy: the most likely). All rows come from one teacher-forced pass over {start} + what the model "
               "wrote, shifted right: row t reads the tokens up to t and predicts token t + 1.",
-        "ko": "마지막 디코더 레이어({last}번)의 스트림 h_t에 Eᵀ를 곱하면 — 출력 행렬을 따로 두지 않고 임베딩 행렬을 "
-              "다시 씀 — 어휘({V}개)의 글자마다 점수가 하나씩 나오고, 소프트맥스가 이를 확률로 바꿉니다. 각 행은 디코더 "
-              "위치 하나이며 그 위치가 읽는 토큰으로 표시했습니다. 칸은 가능성이 가장 높은 다음 글자 {k}개이고, 테두리를 "
-              "친 것이 모델이 쓴 글자입니다 (그리디: 가장 높은 것). 모든 행은 <s> + 모델이 쓴 것을 오른쪽으로 한 칸 민 "
+        "ko": "마지막 디코더 레이어({last}번)의 스트림 h_t를 모델의 출력 단계({readout})로 읽으면 "
+              "어휘({V}개)의 토큰마다 점수가 하나씩 나오고, 소프트맥스가 이를 확률로 바꿉니다. 각 행은 디코더 "
+              "위치 하나이며 그 위치가 읽는 토큰으로 표시했습니다. 칸은 가능성이 가장 높은 다음 토큰 {k}개이고, 테두리를 "
+              "친 것이 모델이 쓴 토큰입니다 (그리디: 가장 높은 것). 모든 행은 {start} + 모델이 쓴 것을 오른쪽으로 한 칸 민 "
               "입력을 한 번에 통과시킨 결과(티처 포싱)입니다: t번 행은 t까지의 토큰을 읽고 t + 1번 토큰을 예측합니다."},
     "stage.pe_tutorial.title": {
         "en": "Tutorial 002, reproduced: d_model = 4, ten positions",

@@ -432,3 +432,19 @@ def test_the_logit_lens_says_each_shipped_models_readout(name):
         pytest.skip(f"{name} not fetched")
     m = model.load(name)
     assert check_readout(lens_words(m), readout_facts(m.info)) == []
+
+
+@pytest.mark.parametrize("name", ["t5", "marian"])
+def test_an_encoder_decoders_generator_and_decoder_input_name_its_own_start_and_readout(name):
+    """T5 and Marian start their decoder with <pad>, not the seed's <s>; T5's generator reads through its
+    final RMSNorm and d_model^-½, Marian's adds its output bias: the words and formulas say so."""
+    m = model.load(FIXTURES / name)
+    run = stages.run_data(m, TEXTS)
+    sel = stages.Selection(m.info.name, 0, 0, 0, "decoder.self_attn")
+    start = run.decoder_tokens[0][0]
+    assert start != "<s>"
+    gen = stages.stage_words("logits", run, m.info, sel, "en")
+    toks = stages.stage_words("tokens", run, m.info, sel, "en")
+    assert "<s>" not in gen["explain"] + toks["explain"]
+    assert start in toks["explain"] and start in gen["explain"]
+    assert check_readout(gen, readout_facts(m.info)) == [], (gen["explain"], gen["formula"])

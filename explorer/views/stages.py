@@ -450,7 +450,7 @@ def _tokens_shape(c: _Ctx) -> list:
 
 @stage("tokens", section="tokens", per_head=False, formula=_tokens_formula, shape=_tokens_shape,
        variants=("text", "decoder"), variant=lambda c: "decoder" if _teacher_forced(c) else "text",
-       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}"})
+       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}", "start": _decoder_start(c)})
 def _tokens(c: _Ctx, title: str, opts: dict):
     run, s = c.run, c.sel.sentence
     stack = "encoder" if c.sel.block.endswith("cross_attn") else c.stack
@@ -1410,7 +1410,8 @@ def _chain(c: _Ctx) -> list[tuple[str, str, str, bool]]:
     B = run.n_sentences
     S = int(run["encoder.hook_embed"].shape[1]) if "encoder.hook_embed" in run else 0
     T = int(run[f"{stack}.hook_embed"].shape[1])
-    add("ids_dec" if (enc_dec and stack == "decoder") else "ids", dims=(("batch", B), ("positions", T if not cross else T)))
+    add("ids_dec" if (enc_dec and stack == "decoder") else "ids", dims=(("batch", B), ("positions", T if not cross else T)),
+        start=_decoder_start(c))
     add("embed_scaled" if float(info.get("embed_scale") or 1) != 1 else "embed",
         hook(f"{stack}.hook_embed", ("batch", "positions", "d_model")), scale=f"{float(info.get('embed_scale') or 1):.2f}")
     if f"{stack}.hook_pos_embed" in run:
@@ -1699,10 +1700,11 @@ def _logits_data(c: _Ctx):
 
 
 @stage("logits", section="block", per_head=False, applies=_enc_dec,
-       formula=lambda c: r"p(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}\big(h_t^{(L)} E^\top\big),\quad E \in \mathbb{R}^{"
+       formula=lambda c: r"p(y_{t+1} \mid y_{\le t}, x) = \mathrm{softmax}\big(" + _readout_tex(c.info, r"h_t^{(L)}")
+       + r"\big),\quad " + ("E" if c.info.get("tied_output") else "W_{out}") + r" \in \mathbb{R}^{"
        + f"{int(c.info['vocab_size']):,}".replace(",", "{,}") + rf" \times {int(c.info['d_model'])}}}",
-       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}", "k": LOGITS_TOP,
-                       "last": int(c.info.get("n_decoder_layers") or 0) - 1},
+       fill=lambda c: {"V": f"{int(c.info['vocab_size']):,}", "k": LOGITS_TOP, "readout": _readout_words(c),
+                       "start": _decoder_start(c), "last": int(c.info.get("n_decoder_layers") or 0) - 1},
        shape=lambda c: [("tensor.logits", "", (("batch", c.run.n_sentences),
                                                ("positions", int(c.run["decoder.hook_embed"].shape[1])),
                                                ("vocab", int(c.info["vocab_size"]))))])
@@ -1840,6 +1842,12 @@ def _rollout_fill(c: _Ctx) -> dict:
     R = an.rollout(pats, n)
     return {"n": pats.shape[0], "h": pats.shape[1], "first": f"{100 * float(R[-1, 0]):.0f}",
             "last": n - 1, "own": f"{100 * float(R[-1, -1]):.0f}", "start": _first_token(c)}
+
+
+def _decoder_start(c: _Ctx) -> str:
+    """The decoder's first token as shown (the seed's <s>, T5's and Marian's <pad>), "—" without a decoder run."""
+    toks = stack_tokens(c.run, "decoder", c.sel.sentence) if c.run.kind == "encoder-decoder" else []
+    return style.plain_text(style.visible(toks[0]), 20) if toks else "—"
 
 
 def _first_token(c: _Ctx) -> str:

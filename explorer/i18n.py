@@ -2146,6 +2146,9 @@ WORDS: dict[str, dict[str, str]] = {
     "rope.layer_base": {
         "en": "Layer {layer} is a {kind} layer: its rotary base is {n}; {other} layers ({layers}) use {m}.",
         "ko": "{layer}번 레이어는 {kind} 레이어로, 회전 밑이 {n}입니다. {other} 레이어({layers})는 {m}을 씁니다."},
+    "rope.scaled": {
+        "en": "The frequencies are those the model uses, after its rope's {kind} scaling (factor {factor}).",
+        "ko": "주파수는 모델이 실제로 쓰는 값으로, 로프의 {kind} 스케일링(배율 {factor})을 거친 것입니다."},
     "rope.partial": {
         "en": "Only the first {r} of the {d} dimensions of each head are rotated; the other {rest} carry no position.",
         "ko": "각 헤드의 차원 {d}개 중 앞의 {r}개만 회전합니다. 나머지 {rest}개는 위치 정보를 담지 않습니다."},

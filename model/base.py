@@ -61,6 +61,9 @@ class ModelInfo:
     rotary_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
     attn_softcap: float = 0.0  # scores -> c·tanh(scores / c) (hook_capped_scores); 0: none
     final_softcap: float = 0.0  # logits -> c·tanh(logits / c); 0: none
+    rope_scaling: tuple = ()  # rotary of the full-attention layers: (kind, factor, low_freq_factor,
+    #                            high_freq_factor, original_max_len) of its scaling ("linear", "llama3"); (): none
+    rope_scaling_local: tuple = ()  # the same for the sliding-window layers' rotary, when it has its own
     pos_offset: int = 0  # learned positions: position i reads row pos_offset + i (RoBERTa: pad id + 1)
     token_types: int = 0  # token-type embeddings (BERT, RoBERTa: every token is type 0); 0: none
     sinusoidal_split: bool = False  # sinusoids: sin in the first half of the columns, cos in the second (Marian)

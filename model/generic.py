@@ -83,6 +83,13 @@ def cut_at_end(rows: list[list[int]], ends: set[int]) -> list[list[int]]:
     return out
 
 
+def _scaling(rope) -> tuple:
+    """ModelInfo's form of a rotary's scaling: () for none (see ModelInfo.rope_scaling)."""
+    if rope.scaling == "default":
+        return ()
+    return (rope.scaling, rope.factor, rope.low_freq_factor, rope.high_freq_factor, rope.original_max_len)
+
+
 class Transformer(HookedModel):
     def __init__(self, f: Family, tokenizer: TextTokenizer, name: str, description: str = "",
                  tied_output: bool = True, token_style: str = "") -> None:
@@ -113,6 +120,8 @@ class Transformer(HookedModel):
             rotary_dims=f.rope_dims, attn_softcap=f.attn_softcap, final_softcap=f.final_softcap,
             logit_scale=f.logit_scale, output_bias=f.output_bias and f.head != "",
             pos_offset=f.pos_offset, token_types=f.type_vocab_size, sinusoidal_split=f.sinusoidal_split,
+            rope_scaling=_scaling(f.rope) if f.positions == "rotary" else (),
+            rope_scaling_local=_scaling(f.rope_local) if f.positions == "rotary" and f.rope_local else (),
         )
         self.setup_hooks()
 

@@ -28,10 +28,12 @@ def rotary_frequencies(d_head: int, base: float = 10000.0) -> torch.Tensor:
 
 
 def rotary_tables(
-    positions: torch.Tensor, d_head: int, base: float = 10000.0
+    positions: torch.Tensor, d_head: int, base: float = 10000.0, theta: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin tables [.., T, d_head] for the half-split ("rotate_half") layout."""
-    angle = positions.to(torch.float64).unsqueeze(-1) * rotary_frequencies(d_head, base)
+    """cos and sin tables [.., T, d_head] for the half-split ("rotate_half") layout; ``theta`` (d_head/2,):
+    the frequencies to use instead of base^(-2i/d_head) (a scaled rope's: model/parts.py rope_frequencies)."""
+    freqs = rotary_frequencies(d_head, base) if theta is None else theta.to(torch.float64)
+    angle = positions.to(torch.float64).unsqueeze(-1) * freqs
     angle = torch.cat([angle, angle], dim=-1)  # (.., T, d_head)
     return angle.cos().float(), angle.sin().float()
 
@@ -44,7 +46,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 def rotary_score_by_distance(
-    d_head: int, base: float, max_distance: int, seed: int = 0
+    d_head: int, base: float, max_distance: int, seed: int = 0, theta: torch.Tensor | None = None
 ) -> torch.Tensor:
     """Score q·k between two fixed random vectors as their relative distance grows.
 
@@ -55,7 +57,7 @@ def rotary_score_by_distance(
     q = torch.randn(d_head, generator=g)
     k = q.clone()  # the same content at both ends: what distance alone does
     dist = torch.arange(max_distance + 1)
-    cos, sin = rotary_tables(dist, d_head, base)
+    cos, sin = rotary_tables(dist, d_head, base, theta)
     k_rot = apply_rotary(k.expand(len(dist), d_head), cos, sin)
     q_rot = apply_rotary(q.unsqueeze(0), cos[:1], sin[:1])
     return (k_rot @ q_rot.squeeze(0)) / math.sqrt(d_head)

@@ -448,3 +448,39 @@ def test_an_encoder_decoders_generator_and_decoder_input_name_its_own_start_and_
     assert "<s>" not in gen["explain"] + toks["explain"]
     assert start in toks["explain"] and start in gen["explain"]
     assert check_readout(gen, readout_facts(m.info)) == [], (gen["explain"], gen["formula"])
+
+
+def test_the_rotary_figures_draw_the_frequencies_the_model_uses(tmp_path):
+    """A Llama whose rope is scaled (linear, factor 4): the frequency figure's θ and the distance curve are
+    the model's own (model/parts.py rope_frequencies, what its attention rotates by), not base^(−2i/d) alone,
+    and the note says which scaling; an unscaled model draws base^(−2i/d)."""
+    import json
+    import shutil
+
+    from model.family import Rope
+    from model.parts import rope_frequencies
+    from model.positional import rotary_frequencies
+
+    folder = tmp_path / "scaled"
+    shutil.copytree(FIXTURES / "llama", folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["rope_parameters"] = {"rope_theta": 10000.0, "rope_type": "linear", "factor": 4.0}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    for path, scaled in ((folder, True), (FIXTURES / "llama", False)):
+        m = model.load(path)
+        run = stages.run_data(m, TEXTS)
+        sel = stages.Selection(m.info.name, 0, 0, 0, "decoder.self_attn")
+        _fig, df = stages.stage_figure("rope_freqs", run, m.info, sel)
+        theta = df.iloc[:, 1].to_numpy()
+        own = rope_frequencies(m.family.rope, m.info.d_head).numpy()
+        plain = rotary_frequencies(m.info.d_head, m.info.positional_base).numpy()
+        assert np.allclose(theta, own, rtol=1e-12)
+        assert np.allclose(theta, plain / 4 if scaled else plain, rtol=1e-12)
+        note = stages.stage_words("rope_freqs", run, m.info, sel)["note"] or ""
+        assert ("linear scaling (factor 4)" in note) == scaled, note
+        _fig, dist = stages.stage_figure("rope_distance", run, m.info, sel)
+        if scaled:  # slower turning: the score falls off later than the unscaled model's
+            _f, base_dist = stages.stage_figure("rope_distance", stages.run_data(model.load(FIXTURES / "llama"), TEXTS),
+                                                model.load(FIXTURES / "llama").info, sel)
+            assert not np.allclose(dist.to_numpy(), base_dist.to_numpy())
+    assert m.family.rope == Rope(base=10000.0)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 import plotly.graph_objects as go
 
 from model.positional import rotary_score_by_distance, sinusoidal
@@ -165,10 +166,12 @@ def pe_compare(n_positions: int, d_model: int, bases: Sequence[float] = (10000.0
 
 
 def rotary_figure(d_head: int, base: float, max_distance: int = 64, *, title: str = "rotary",
-                  labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
-    """Rotary models add no encoding: they rotate q and k, so q·k depends on the distance m − n."""
+                  labels: dict | None = None, theta=None) -> tuple[go.Figure, pd.DataFrame]:
+    """Rotary models add no encoding: they rotate q and k, so q·k depends on the distance m − n.
+    ``theta``: the model's own frequencies (after its rope's scaling), else base^(−2i/d_head)."""
     L = _lab(labels)
-    s = rotary_score_by_distance(d_head, base, max_distance).numpy()
+    s = rotary_score_by_distance(d_head, base, max_distance,
+                                 theta=None if theta is None else torch.as_tensor(theta)).numpy()
     trace = style.trace("scatter", x=list(range(len(s))), y=s, mode="lines+markers", name="q·k",
                        line=dict(color=style.LINE_COLOURS[0]))
     fig = style.make_figure([trace], dict(xaxis=dict(title=dict(text=style.esc(L["distance"]))),

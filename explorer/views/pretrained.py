@@ -43,11 +43,12 @@ def learned_similarity(pe: np.ndarray, tokens: Sequence[str] | None = None, *,
 # --- rotary ------------------------------------------------------------------------------------
 
 def rotary_frequencies_figure(d_head: int, base: float, *, title: str = "rotary frequencies",
-                              labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
+                              labels: dict | None = None, theta=None) -> tuple[go.Figure, pd.DataFrame]:
     """θ_i = base^(−2i/d_head) for each rotated pair (dims i and i + d_head/2), on a log scale:
-    the first pairs turn by about a radian per position, the last ones barely move."""
+    the first pairs turn by about a radian per position, the last ones barely move. ``theta``: the
+    model's own frequencies when its rope is scaled (model/parts.py rope_frequencies)."""
     L = _lab(labels)
-    theta = rotary_frequencies(int(d_head), float(base)).numpy()
+    theta = rotary_frequencies(int(d_head), float(base)).numpy() if theta is None else np.asarray(theta, dtype=np.float64)
     i = np.arange(len(theta))
     wave = 2 * math.pi / theta
     hover = [f"{style.esc(L['pair'])} = {k} ({style.esc(L['dims'])} {k}, {k + d_head // 2})<br>θ = {t:.3g}<br>"

@@ -409,6 +409,25 @@ def _layer_base(c: "_Ctx") -> float:
     return float(local) if local and _model_window(c) else c.base
 
 
+def _rope_scaling(c: "_Ctx") -> tuple:
+    """The selected layer's rope scaling (ModelInfo.rope_scaling or, on a local layer, rope_scaling_local)."""
+    local = c.info.get("positional_base_local") and _model_window(c)
+    return tuple(c.info.get("rope_scaling_local" if local else "rope_scaling") or ())
+
+
+def _rope_theta(c: "_Ctx") -> np.ndarray:
+    """The selected layer's rotary frequencies as the model computes them: base, rotated dimensions
+    and the rope's scaling (model/parts.py rope_frequencies)."""
+    from model.family import Rope
+    from model.parts import rope_frequencies
+
+    sc = _rope_scaling(c)
+    rope = Rope(base=_layer_base(c)) if not sc else Rope(
+        base=_layer_base(c), scaling=sc[0], factor=float(sc[1]), low_freq_factor=float(sc[2]),
+        high_freq_factor=float(sc[3]), original_max_len=int(sc[4]))
+    return rope_frequencies(rope, _rot_dims(c)).numpy()
+
+
 def _rot_dims(c: "_Ctx") -> int:
     """The rotated dimensions of each head (partial rotary: fewer than d_head)."""
     return int(c.info.get("rotary_dims") or 0) or c.d_head
@@ -651,6 +670,9 @@ def _rope_layer_words(c: _Ctx) -> list[str]:
     r = _rot_dims(c)
     if r != c.d_head:
         out.append(c.words("rope.partial", r=r, d=c.d_head, rest=c.d_head - r))
+    sc = _rope_scaling(c)
+    if sc:
+        out.append(c.words("rope.scaled", kind=sc[0], factor=f"{float(sc[1]):g}"))
     return out
 
 
@@ -662,7 +684,8 @@ def _rope_freqs(c: _Ctx, title: str, opts: dict):
         return _not_for(c, title, "needs.rotary")
     base, r = _layer_base(c), _rot_dims(c)
     dims = f"d_head {c.d_head}" if r == c.d_head else f"d_rot {r} / d_head {c.d_head}"
-    return pt.rotary_frequencies_figure(r, base, title=f"{title} ({c.L['base']} {base:g}, {dims})", labels=c.L)
+    return pt.rotary_frequencies_figure(r, base, title=f"{title} ({c.L['base']} {base:g}, {dims})", labels=c.L,
+                                        theta=_rope_theta(c))
 
 
 def _rotary_note(c: _Ctx) -> str | None:
@@ -675,7 +698,8 @@ def _rotary_note(c: _Ctx) -> str | None:
 def _rope_distance(c: _Ctx, title: str, opts: dict):
     if not _rotary_model(c.info):
         return _not_for(c, title, "needs.rotary")
-    return pv.rotary_figure(_rot_dims(c), _layer_base(c), max(64, len(c.q_tokens)), title=title, labels=c.L)
+    return pv.rotary_figure(_rot_dims(c), _layer_base(c), max(64, len(c.q_tokens)), title=title, labels=c.L,
+                            theta=_rope_theta(c))
 
 
 def _relative(info: dict) -> bool:

@@ -836,7 +836,8 @@ def test_gpt2_defaults_of_50256_outside_a_small_vocabulary_load_with_a_note(tmp_
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(bos_token_id=50256, eos_token_id=50256)
     (folder / "config.json").write_text(json.dumps(cfg))
-    with pytest.warns(UserWarning, match=r"eos_token_id 50256 is not a token of the 330-token vocabulary; ignored"):
+    with pytest.warns(UserWarning, match=r"eos_token_id 50256 is not a token of the 330-token vocabulary; ignored"), \
+            pytest.warns(UserWarning, match=r"bos_token_id 50256 is not a token of the 330-token vocabulary; ignored"):
         m = model.load(folder)
     ref = model.load(FIXTURES / "gpt2")
     texts = ["the cat sat", "a dog"]
@@ -844,5 +845,6 @@ def test_gpt2_defaults_of_50256_outside_a_small_vocabulary_load_with_a_note(tmp_
     assert len(m.generate_with_cache(["the cat"], max_new_tokens=4).token_ids[0]) == 4  # never stops on 50256
     cfg["pad_token_id"] = 50256
     (folder / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(WeightsError, match=r"pad_token_id is 50256, outside the vocabulary \(vocab_size=330\)"):
+    with pytest.warns(UserWarning, match="eos_token_id 50256"), \
+            pytest.raises(WeightsError, match=r"pad_token_id is 50256, outside the vocabulary \(vocab_size=330\)"):
         model.load(folder)

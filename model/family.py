@@ -196,6 +196,13 @@ class Config:
         return tuple((sym, f"{key}={value}" + ("" if self.has(key) else " (its default)"))
                      for sym, (key, value) in symbols.items())
 
+    def mha_said(self, V: int, d: tuple[str, int], heads: tuple[str, int], ff: tuple[str, int],
+                 positions: tuple[str, int], **more: tuple[str, object]) -> tuple[tuple[str, str], ...]:
+        """``said`` of a model whose K/V heads are its heads and whose head width is d / heads (GPT-2,
+        BERT and kin, Marian): each symbol's (key, value), then head_dim as "d_key=d / heads_key=H"."""
+        return self.said(vocab=("vocab_size", V), d=d, heads=heads, kv=heads, ff=ff, positions=positions, **more) \
+            + (("head_dim", f"{d[0]}={d[1]} / {heads[0]}={heads[1]}"),)
+
     def head_dim_said(self, hs: int, d: int, d_key: str, H: int, heads_key: str, head_dim_key: str) -> str:
         if self.has(head_dim_key):
             return f"{head_dim_key}={hs}"
@@ -428,9 +435,7 @@ def gpt2(c: Config) -> Family:
     scaled = c.bool("scale_attn_weights", True)
     ff = c.int("n_inner", 1, MAX_FF, 4 * d)
     P = c.int("n_positions", 1, MAX_POSITIONS, 1024)
-    said = c.said(vocab=("vocab_size", V), d=("n_embd", d), heads=("n_head", H), kv=("n_head", H),
-                  ff=("n_inner", ff), positions=("n_positions", P))
-    said += (("head_dim", f"n_embd={d} / n_head={H}"),)
+    said = c.mha_said(V, ("n_embd", d), ("n_head", H), ("n_inner", ff), ("n_positions", P))
     return Family(
         model_type="gpt2", kind="decoder", vocab_size=V, d_model=d, n_layers=c.int("n_layer", 1, MAX_LAYERS),
         n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=ff, max_len=P, said=said, norm="layer",
@@ -454,10 +459,8 @@ def _bert_like(c: Config, model_type: str, offset: bool) -> Family:
     ff = c.int("intermediate_size", 1, MAX_FF)
     P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 512)
     types = c.int("type_vocab_size", 0, 1024, 2)
-    said = c.said(vocab=("vocab_size", V), d=("hidden_size", d), heads=("num_attention_heads", H),
-                  kv=("num_attention_heads", H), ff=("intermediate_size", ff), positions=("max_position_embeddings", P),
-                  types=("type_vocab_size", types))
-    said += (("head_dim", f"hidden_size={d} / num_attention_heads={H}"),)
+    said = c.mha_said(V, ("hidden_size", d), ("num_attention_heads", H), ("intermediate_size", ff),
+                      ("max_position_embeddings", P), types=("type_vocab_size", types))
     return Family(
         model_type=model_type, kind="encoder", vocab_size=V, d_model=d,
         n_layers=c.int("num_hidden_layers", 1, MAX_LAYERS), n_heads=H, n_kv_heads=H, d_head=d // H,
@@ -490,9 +493,7 @@ def distilbert(c: Config) -> Family:
     ids = c.token_ids(V, "encoder")
     ff = c.int("hidden_dim", 1, MAX_FF)
     P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 512)
-    said = c.said(vocab=("vocab_size", V), d=("dim", d), heads=("n_heads", H), kv=("n_heads", H),
-                  ff=("hidden_dim", ff), positions=("max_position_embeddings", P))
-    said += (("head_dim", f"dim={d} / n_heads={H}"),)
+    said = c.mha_said(V, ("dim", d), ("n_heads", H), ("hidden_dim", ff), ("max_position_embeddings", P))
     return Family(
         model_type="distilbert", kind="encoder", vocab_size=V, d_model=d, n_layers=c.int("n_layers", 1, MAX_LAYERS),
         n_heads=H, n_kv_heads=H, d_head=d // H, d_ff=ff, said=said,
@@ -523,10 +524,8 @@ def marian(c: Config) -> Family:
                            f"decoder needs its first token")
     ff = c.int("encoder_ffn_dim", 1, MAX_FF)
     P = c.int("max_position_embeddings", 1, MAX_POSITIONS, 1024)
-    said = c.said(vocab=("vocab_size", V), d=("d_model", d), heads=("encoder_attention_heads", H),
-                  kv=("encoder_attention_heads", H), ff=("encoder_ffn_dim", ff),
-                  positions=("max_position_embeddings", P))
-    said += (("head_dim", f"d_model={d} / encoder_attention_heads={H}"),)
+    said = c.mha_said(V, ("d_model", d), ("encoder_attention_heads", H), ("encoder_ffn_dim", ff),
+                      ("max_position_embeddings", P))
     return Family(
         model_type="marian", kind="encoder-decoder", vocab_size=V, d_model=d,
         n_layers=c.int("encoder_layers", 1, MAX_LAYERS), n_decoder_layers=c.int("decoder_layers", 1, MAX_LAYERS),

@@ -277,14 +277,15 @@ class Transformer(HookedModel):
         return [[self.family.decoder_start_id] + w[: self.family.max_len - 1] for w in written]
 
     def teacher_forced(self, src: torch.Tensor, dec_ids: list[list[int]] | torch.Tensor,
-                       real: torch.Tensor | None = None) -> torch.Tensor:
+                       real: torch.Tensor | None = None, dec_real: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, vocab) of the decoder reading ``dec_ids`` (rows of ids, right-padded here;
-        or a (B, T) tensor without padding: a decoder's start token may be its pad token, as T5's is)
-        after the encoder read ``src`` (B, S) right-padded; real: src's real tokens (default: those
-        that are not the pad token)."""
+        or a (B, T) tensor, its real tokens ``dec_real``, default every one: a decoder's start token
+        may be its pad token, as T5's is) after the encoder read ``src`` (B, S) right-padded; real:
+        src's real tokens (default: those that are not the pad token)."""
         real = src != self.tokenizer.pad_id if real is None else real
         if isinstance(dec_ids, torch.Tensor):
-            tgt, tgt_real = dec_ids, torch.ones_like(dec_ids, dtype=torch.bool)
+            tgt = dec_ids
+            tgt_real = torch.ones_like(dec_ids, dtype=torch.bool) if dec_real is None else dec_real
         else:
             tgt, tgt_real = self._batch([Encoded(d, [], []) for d in dec_ids])
         memory = self.encoder.finish(self.encode(src, real))

@@ -125,8 +125,7 @@ class Seed(Transformer):
         (B, T: <s> first) after the encoder read ``src`` (B, S), both right-padded with <pad> (the
         masks come from the pad id: the seed's <pad> is never a real token, unlike T5's start token)."""
         pad = self.cfg.pad_id
-        memory = self.encoder.finish(self.encode(src, src != pad))
-        return self.readout(self.decode(tgt, tgt != pad, memory, src != pad))
+        return self.teacher_forced(src, tgt, src != pad, tgt != pad)
 
     # --- weights ----------------------------------------------------------------------
     def file_state(self) -> dict[str, torch.Tensor]:

@@ -1870,13 +1870,13 @@ def _rollout_fill(c: _Ctx) -> dict:
 
 def _decoder_start(c: _Ctx) -> str:
     """The decoder's first token as shown (the seed's <s>, T5's and Marian's <pad>), "—" without a decoder run."""
-    toks = stack_tokens(c.run, "decoder", c.sel.sentence) if c.run.kind == "encoder-decoder" else []
-    return style.plain_text(style.visible(toks[0]), 20) if toks else "—"
+    return _first_token(c, "decoder") if c.run.kind == "encoder-decoder" else "—"
 
 
-def _first_token(c: _Ctx) -> str:
-    """The selected stack's first token as shown (the seed decoder's <s>, T5's <pad>, a BOS, a word)."""
-    toks = stack_tokens(c.run, c.sel.block.split(".")[0], c.sel.sentence)
+def _first_token(c: _Ctx, stack: str | None = None) -> str:
+    """A stack's first token as shown (default the selected block's stack: the seed decoder's <s>,
+    T5's <pad>, a BOS, a word)."""
+    toks = stack_tokens(c.run, stack or c.sel.block.split(".")[0], c.sel.sentence)
     return style.plain_text(style.visible(toks[0]), 20) if toks else "—"
 
 

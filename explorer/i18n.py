@@ -113,6 +113,18 @@ WORDS: dict[str, dict[str, str]] = {
     "view": {
         "en": "View",
         "ko": "보기"},
+    "nav.label": {
+        "en": "Stage or page",
+        "ko": "단계 또는 페이지"},
+    "nav.page": {
+        "en": "Page: {name}",
+        "ko": "페이지: {name}"},
+    "nav.back": {
+        "en": "Back: the stage before",
+        "ko": "이전 단계"},
+    "nav.forward": {
+        "en": "Forward: the next stage",
+        "ko": "다음 단계"},
     "downloads": {
         "en": "Download (PNG · SVG · PDF · CSV)",
         "ko": "내려받기 (PNG · SVG · PDF · CSV)"},
@@ -1446,6 +1458,9 @@ WORDS: dict[str, dict[str, str]] = {
               "view (without presenter mode) for the room to open on their own devices.",
         "ko": "프로젝터용으로 글자와 그림을 크게 하고 사이드바를 접으며, 이 화면(발표자 모드 없이)의 "
               "QR 코드를 보여 주어 청중이 자기 기기에서 같은 화면을 열 수 있게 합니다."},
+    "present.share": {
+        "en": "QR code of this view",
+        "ko": "이 화면의 QR 코드"},
     "present.scan": {
         "en": "Scan to open this view",
         "ko": "스캔하면 이 화면이 열립니다"},

@@ -25,7 +25,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, presenter, quota, state
+from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, presenter, quota, state
 from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages, style, tutorial002
 from explorer.views.data import axis_tokens
@@ -181,11 +181,12 @@ def show_generated(run, texts: list[str], m) -> None:
         return
     task = m.info.description.split("task:")[-1].strip() if "task:" in m.info.description else m.info.name
     task = t("untrained") if task == "untrained" else task
-    st.markdown(f"**{t('generated_title', task=task)}**")
     gen = [g if g else t("generated_empty") for g in run.generated]
-    # plain text, never markup; and no table: the browser's table component (1.2 MB of script)
-    # delayed the first figure of every new page (issue 23)
-    st.text("\n".join(f"{i}  {style.plain_text(x)}  →  {style.plain_text(g)}" for i, (x, g) in enumerate(zip(texts, gen))))
+    # folded, so that the figure starts above the fold; plain text, never markup; and no table: the
+    # browser's table component (1.2 MB of script) delayed the first figure of every new page
+    with st.expander(t("generated_title", task=task), expanded=False):
+        st.text("\n".join(f"{i}  {style.plain_text(x)}  →  {style.plain_text(g)}"
+                          for i, (x, g) in enumerate(zip(texts, gen))))
 
 
 class Page:
@@ -208,11 +209,11 @@ class Page:
     def stage(self, stage_id: str, *, key: str | None = None, explain: bool = True, figure_first: bool = False,
               **options) -> None:
         """One stage: its words (title, explanation, formula, shapes), its figure with downloads and
-        table, its note. ``figure_first``: the words' place is kept on the page but filled after the
-        figure is sent, so the browser starts on the figure first (the one-stage page's first figure:
-        the formula's typesetting no longer delays it)."""
+        table, its note. ``figure_first`` (the one-stage page): the figure right under the navigation
+        and the words under it, so the figure is on screen without scrolling on a laptop and on a
+        projector, and the browser starts on it first (the formula's typesetting comes after)."""
         record = stages.REGISTRY[stage_id]
-        box = st.container() if explain and figure_first else None
+        box = True if explain and figure_first else None
 
         def write_words() -> None:  # the words follow the model, the block and the values drawn
             try:
@@ -244,8 +245,7 @@ class Page:
         if note:
             st.caption(note)
         if box is not None:
-            with box:
-                write_words()
+            write_words()
 
 
 # --- controls around stages (a stage record names its group: Stage.controls) -------------------
@@ -395,29 +395,32 @@ def render_section(section: str, page: Page) -> None:
 
 
 # --- one stage at a time (the default view, `view=stage`, URL `stage=`) -------------------------
-# A learner reads one idea at a time: the pipeline as a strip to move along, and the chosen stage
-# drawn large with its words, its controls and its downloads. It is also what makes a click cheap:
-# a rerun of this page sends some thirty elements where "Everything" sends about 250 (issue 23,
-# `python -m bench --only floor`).
+# A learner reads one idea at a time: the pipeline as one control to move along (a select box
+# between back and forward: explorer/navigation.py reads it from the registry), and the chosen
+# stage drawn large right under it, its words, controls and downloads below. It is also what makes
+# a click cheap: a rerun of this page sends some thirty elements where "Everything" sends about 250
+# (`python -m bench --only floor`).
 
-STAGE_VIEW = "stage"
+STAGE_VIEW = navigation.STAGE_VIEW
 DEFAULT_STAGE = inputs.DEFAULT_STAGE
 KEEP += ("stage",)
 
 
-@functools.lru_cache(maxsize=64)
-def pipeline(info, block: str) -> tuple[str, ...]:
-    """The stages along the pipeline for this model and block, in the page's order: those of the
-    views of their own (decoding, what if, two sentences) and those drawn on demand left out."""
-    return tuple(sid for sec, ids in stages.SECTIONS if sec not in OWN_VIEWS for sid in ids
-                 if not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand
-                 and stages.applies(sid, info, block))
-
-
-def render_stage_view(page: Page) -> None:
-    ids = pipeline(page.info, page.sel.block)
-    if not ids:
+def _go(entry: str | None) -> None:
+    """The navigation's callback: the state (view, stage) from an entry (or from the select box)."""
+    entry = entry or st.session_state.get("nav")
+    if not entry:
         return
+    view, sid = navigation.parse(entry)
+    st.session_state["view"] = view
+    if sid is not None:
+        st.session_state["stage"] = sid
+
+
+def navigate(page: Page) -> str:
+    """The one navigation control (back, the select box of every stage and page, forward); returns
+    the view chosen. A stage from the URL that this model or block lacks is named in a message."""
+    ids = navigation.pipeline(page.info, page.sel.block)
     url_stage = st.session_state.pop("_url_stage", None)
     if url_stage is not None:
         if url_stage in ids:
@@ -425,13 +428,28 @@ def render_stage_view(page: Page) -> None:
         else:
             show_messages([("bad_param", dict(name="stage", value=inputs.shown(url_stage),
                                               why=t("why_stage", model=page.sel.model)))])
-    if keep("stage", DEFAULT_STAGE) not in ids:  # None: its pill clicked off; or not for this model/block
-        last = st.session_state.get("_keep_stage")
-        st.session_state["stage"] = last if last in ids else DEFAULT_STAGE if DEFAULT_STAGE in ids else ids[0]
-    number = {sid: i + 1 for i, sid in enumerate(ids)}
-    st.pills(t("pipeline"), ids, key="stage", selection_mode="single",
-             format_func=lambda sid, lg=lang(): f"{number[sid]}. {stages.stage_title(sid, lg)}")
-    sid = st.session_state["stage"]
+    view = keep("view", STAGE_VIEW)
+    if view not in inputs.VIEWS or (view == STAGE_VIEW and not ids):
+        view = st.session_state["view"] = STAGE_VIEW if ids else "all"
+    if ids and keep("stage", DEFAULT_STAGE) not in ids:  # not a stage of this model or block
+        st.session_state["stage"] = DEFAULT_STAGE if DEFAULT_STAGE in ids else ids[0]
+    every = navigation.entries(ids)
+    here = navigation.value(view, st.session_state.get("stage"))
+    st.session_state["nav"] = here
+    back, forward = navigation.step(every, here, -1), navigation.step(every, here, +1)
+    row = st.container(key="nav-row", horizontal=True, vertical_alignment="bottom", gap="small")
+    row.button("←", key="nav_back", help=t("nav.back"), disabled=back is None, on_click=_go, args=(back,))
+    row.selectbox(t("nav.label"), every, key="nav", on_change=_go, args=(None,), label_visibility="collapsed",
+                  format_func=lambda e, lg=lang(): navigation.label(e, ids, lg))
+    row.button("→", key="nav_forward", help=t("nav.forward"), disabled=forward is None, on_click=_go,
+               args=(forward,))
+    return view
+
+
+def render_stage_view(page: Page) -> None:
+    sid = st.session_state.get("stage")
+    if sid not in navigation.pipeline(page.info, page.sel.block):
+        return
     group = stages.REGISTRY[sid].controls
     before, after = CONTROLS.get(group, (None, None))
     options = ((before(page) if before else None) or {}) if group else {}
@@ -452,7 +470,7 @@ SECTION_PAGES = {}  # sections drawn by a function of their own (filled below)
 # below it sets the step the figure opens at, the URL's `step` and the downloads.
 
 KEEP += ("step",)
-OWN_VIEWS = ("decoding",)  # views of their own, not part of "all"
+OWN_VIEWS = navigation.OWN_VIEWS  # views of their own, not part of "all"
 
 
 KEEP += ("dec_temperature", "dec_top_k", "dec_top_p", "dec_seed")
@@ -554,8 +572,9 @@ def page() -> None:
     read_whatif_url()
     messages: list = list(st.session_state.pop("_url_msgs", []))
     name, raw = sidebar_inputs()
-    st.title(t("app_title"))
-    st.caption(t("tagline"))
+    head = st.container(key="page-head", horizontal=True, vertical_alignment="bottom", gap="medium")
+    head.title(t("app_title"), anchor=False, width="content")
+    head.caption(t("tagline"), width="content")
 
     texts, notices = inputs.limit_sentences(raw)
     if not texts:
@@ -599,16 +618,13 @@ def page() -> None:
     show_messages(messages)
     for n in notices:
         st.info(t(n.key, **n.args), icon="✂️")
-    st.caption(t("current", i=sel.sentence))
-    st.text(style.plain_text(texts[sel.sentence]))  # as typed, never markup (st.code's highlighter: 1.5 MB)
+    shown_text = st.container(key="sentence-row", horizontal=True, vertical_alignment="center", gap="small")
+    shown_text.caption(t("current", i=sel.sentence), width="content")
+    shown_text.text(style.plain_text(texts[sel.sentence]))  # as typed, never markup (st.code's highlighter: 1.5 MB)
     show_generated(run, texts, m)
 
-    if keep("view", STAGE_VIEW) not in inputs.VIEWS:
-        st.session_state["view"] = STAGE_VIEW
-    st.radio(t("view"), inputs.VIEWS, key="view", horizontal=True,
-             format_func=lambda v, lg=lang(): i18n.t(f"section_{v}", lg))
-    view = st.session_state["view"]
     pg = Page(run, info, sel, texts)
+    view = navigate(pg)
     export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures
     # "all": the pipeline (decoding, what if and two sentences have views of their own)
     sections = [s for s, ids in stages.SECTIONS
@@ -961,7 +977,7 @@ def main() -> None:
     """What runs for every page, around the page itself: the page setup, the stylesheet, the process's
     preparation, the no-traceback guard and the shadow copies of the widgets' values."""
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-    st.html(style.CELL_TEXT_CSS)  # a constant: cell numbers too small to read are hidden (phones)
+    st.html(style.CELL_TEXT_CSS + style.PAGE_CSS)  # constants: cell numbers too small to read are hidden (phones)
     if not access.granted(pages):  # ATTENTION_EXPLORER_ACCESS_CODE set: nothing of any page before the code
         return
     state.prepare_process()

@@ -272,7 +272,10 @@ def begin() -> Token:
     st.session_state[TOGGLE_ON] = True
     bar.toggle(i18n.t("present.toggle", lang), key=TOGGLE_ON, help=i18n.t("present.help", lang),
                on_change=lambda: _set(bool(st.session_state.get(TOGGLE_ON))))
-    return Token(True, bar.empty())
+    # the QR code opens from a button, so that the view's figure, not the code, fills the projector
+    # when the page opens (at 1920x1080 the code and its URL took the first 400 px)
+    share = bar.popover(i18n.t("present.share", lang), icon=":material/qr_code_2:")
+    return Token(True, share.empty())
 
 
 def current_url() -> str:

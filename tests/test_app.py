@@ -12,7 +12,7 @@ from helpers import app, ok  # noqa: F401 (test_app_block imports them from here
 from streamlit.testing.v1 import AppTest
 
 import model
-from explorer import state
+from explorer import i18n, state
 from explorer.views import stages
 from model import fetch
 from model.positional import sinusoidal
@@ -30,7 +30,12 @@ def warnings(at: AppTest) -> str:
     return "\n".join(w.value for w in at.warning)
 
 
-def test_default_page_shows_one_stage_and_the_pipeline_to_move_along():
+def go(at: AppTest, entry: str) -> AppTest:
+    """Choose a stage ("stage:<id>") or a page ("view:<name>") in the one navigation control."""
+    return at.selectbox(key="nav").set_value(entry).run()
+
+
+def test_default_page_shows_one_stage_and_one_control_to_move_along():
     at = app()
     ok(at)
     assert at.session_state["model"] == "seed" and at.session_state["view"] == "stage"
@@ -40,14 +45,28 @@ def test_default_page_shows_one_stage_and_the_pipeline_to_move_along():
     assert at.title[0].value == "Attention Explorer"
     assert at.text[0].value == "hello world"  # the sentence being shown, literally
     assert at.text[1].value.splitlines()[0] == "0  hello world  →  dlrow olleh"  # what the model wrote
-    strip = at.button_group(key="stage")
+    # one control: no view radio, no strip of pills; the select box lists the stages, then the pages
+    assert not at.main.radio and not at.get("button_group")
+    nav = at.selectbox(key="nav")
     info = model.load("seed").info
     want = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, "encoder.self_attn")
             and not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand and sid != "decoding"]
-    assert strip.options == [f"{i + 1}. {stages.stage_title(sid, 'en')}" for i, sid in enumerate(want)]
+    labels = [f"{i + 1}. {stages.stage_title(sid, 'en')}" for i, sid in enumerate(want)]
+    pages = [f"Page: {i18n.t(f'section_{v}', 'en')}" for v in VIEWS if v != "stage"]
+    assert nav.options == labels + pages and nav.value == "stage:softmax"
+    # back and forward step along the stages
+    at.button(key="nav_forward").click().run()
+    ok(at)
+    assert at.session_state["stage"] == want[want.index("softmax") + 1]
+    at.button(key="nav_back").click().run()
+    at.button(key="nav_back").click().run()
+    assert at.session_state["stage"] == want[want.index("softmax") - 1]
+    assert at.query_params["stage"] in (want[want.index("softmax") - 1], [want[want.index("softmax") - 1]])
+    go(at, "stage:tokens")
+    assert at.button(key="nav_back").disabled and not at.button(key="nav_forward").disabled
 
 
-def test_every_stage_is_reachable_from_the_strip_and_by_url():
+def test_every_stage_is_reachable_from_the_control_and_by_url():
     at = app()
     ok(at)
     info = model.load("seed").info
@@ -56,7 +75,7 @@ def test_every_stage_is_reachable_from_the_strip_and_by_url():
         ids = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, block)
                and not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand and sid != "decoding"]
         for sid in ids:
-            at.button_group(key="stage").set_value(sid).run()
+            go(at, f"stage:{sid}")
             ok(at)
             assert at.subheader[0].proto.anchor == sid, (block, sid)
             assert charts(at) >= 1 and at.query_params["stage"] in (sid, [sid])
@@ -78,9 +97,13 @@ def test_the_one_cell_stage_keeps_its_query_and_key_in_the_url():
     assert at.query_params["key"] in ("4", ["4"])
 
 
-def test_clicking_the_chosen_stage_again_keeps_it():
+def test_a_page_and_back_to_the_stage_it_left():
     at = app(stage="qk")
-    at.button_group(key="stage").set_value(None).run()  # a pill clicked off
+    go(at, "view:scores")
+    ok(at)
+    assert at.session_state["view"] == "scores" and at.query_params["view"] in ("scores", ["scores"])
+    assert "stage" not in at.query_params and charts(at) >= 4
+    go(at, "stage:qk")
     ok(at)
     assert at.session_state["stage"] == "qk" and at.subheader[0].value == stages.stage_title("qk", "en")
 
@@ -178,7 +201,7 @@ def test_changing_layer_head_view_or_sentence_does_not_rerun_the_model(monkeypat
     at.sidebar.slider(key="head").set_value(2).run()
     at.sidebar.selectbox(key="sentence").set_value(1).run()
     at.sidebar.selectbox(key="block").set_value("decoder.cross_attn").run()
-    at.radio(key="view").set_value("overview").run()
+    go(at, "view:overview")
     ok(at)
     assert len(calls) == 1
     at.sidebar.text_area(key="text").set_value("a new sentence").run()

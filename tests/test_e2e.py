@@ -178,33 +178,67 @@ def test_bad_link_shows_messages_not_tracebacks(server, browser):
 
 
 def test_every_stage_is_reachable_by_click_and_by_link(server, browser):
-    """The default page shows one stage; every stage of the pipeline strip opens by a click on its
-    pill (its heading, a figure, and the URL follow), and by a link naming it."""
+    """The default page shows one stage; from the first stage, the forward button opens every stage
+    of the pipeline in turn (its heading, a figure, and the URL follow) until it is disabled at the
+    last; the select box opens a stage by its name; and a link naming a stage opens it."""
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    page.goto(f"{server}/?model=seed&lang=en", wait_until="domcontentloaded")
+    page.goto(f"{server}/?model=seed&lang=en&stage=tokens", wait_until="domcontentloaded")
     wait_for_plots(page, 1)
-    page.wait_for_function("() => location.search.includes('stage=softmax')", timeout=60_000)
-    assert page.locator('h3[id="softmax"]').count() == 1
-    pills = page.locator('[data-testid="stButtonGroup"] button')
-    n = pills.count()
-    assert n >= 15
+    page.wait_for_selector('h3[id="tokens"]', timeout=60_000)
+    forward = page.locator('.st-key-nav_forward button').first  # (Streamlit draws a hidden copy too)
     stage_js = "() => new URL(location).searchParams.get('stage')"
-    seen = []
-    for i in range(n):  # in order, from tokens: each pill is another stage than the one shown
+    seen = ["tokens"]
+    settle(page)
+    while forward.is_enabled():  # in order: each click opens another stage than the one shown
         before = page.evaluate(stage_js)
-        pills.nth(i).click()
+        forward.click()
         page.wait_for_function(f"(b) => ({stage_js})() !== b", arg=before, timeout=60_000)
         sid = page.evaluate(stage_js)
         page.wait_for_selector(f'h3[id="{sid}"]', timeout=60_000)
         wait_for_plots(page, 1)
+        settle(page)
         no_exception(page)
         seen.append(sid)
-    assert len(set(seen)) == n and "tokens" in seen and "qk" in seen and "overview" in seen
+        assert len(seen) < 60, seen
+    assert len(set(seen)) == len(seen) >= 15 and "qk" in seen and "overview" in seen
+    # the select box: typed into, a stage chosen by its title
+    box = page.locator('.st-key-nav input').first
+    box.click()
+    box.fill("Scores Q")  # the list narrows to the stages whose titles hold it; the first is Q·Kᵀ
+    page.get_by_role("option").first.click()
+    page.wait_for_function(f"() => ({stage_js})() === 'qk'", timeout=60_000)
+    page.wait_for_selector('h3[id="qk"]', timeout=60_000)
     for sid in ("tokens", "mask", "cell", "logits"):
         page.goto(f"{server}/?model=seed&lang=ko&stage={sid}", wait_until="domcontentloaded")
         page.wait_for_selector(f'h3[id="{sid}"]', timeout=60_000)
         wait_for_plots(page, 1)
         no_exception(page)
+    page.close()
+
+
+# where the chosen stage's figure lands: its box on screen, and the viewport's height
+FIGURE_BOX_JS = """() => { const p = document.querySelector('.js-plotly-plot');
+    const r = p.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]; }"""
+
+
+@pytest.mark.parametrize("query, viewport, whole", [
+    ("model=seed&lang=en", (1366, 768), True),  # a laptop: the default page's figure, whole
+    ("model=seed&lang=ko&present=1", (1920, 1080), True),  # a projector, presenter mode
+    ("model=smollm2&lang=en&stage=qk", (1366, 768), False),  # taller than the screen: it starts high
+    ("model=smollm2&lang=ko&present=1", (1920, 1080), False),
+])
+def test_the_chosen_stage_is_on_screen_without_scrolling(server, browser, query, viewport, whole):
+    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    page.goto(f"{server}/?{query}", wait_until="domcontentloaded")
+    wait_for_plots(page, 1)
+    settle(page)
+    no_exception(page)
+    top, bottom, height = page.evaluate(FIGURE_BOX_JS)
+    assert page.evaluate("() => scrollY") == 0
+    if whole:
+        assert 0 <= top and bottom <= height, (top, bottom, height)
+    else:  # the figure is taller than what the page leaves it: its top in the screen's upper 40 %
+        assert 0 <= top <= 0.4 * height < bottom, (top, bottom, height)
     page.close()
 
 

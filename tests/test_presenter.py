@@ -174,14 +174,14 @@ def figure_layouts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
 
 
-def block(at: AppTest, key: str):
-    found = [b for b in at.main.children.values() if getattr(b, "key", None) == key]
-    if found:
-        return found[0]
-    for top in at.main.children.values():
-        for child in getattr(top, "children", {}).values():
-            if getattr(child, "key", None) == key:
-                return child
+def block(at: AppTest, key: str, top=None):
+    """The block of the page with this key, however deep (the QR code sits in a popover in a bar)."""
+    for child in (top if top is not None else at.main).children.values():
+        if getattr(child, "key", None) == key:
+            return child
+        found = block(at, key, child) if getattr(child, "children", None) else None
+        if found is not None:
+            return found
     return None
 
 

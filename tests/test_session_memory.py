@@ -25,7 +25,7 @@ def test_the_page_remembers_only_the_current_selections_figures():
     assert first and len({v[0] for v in first.values()}) == 1  # one selection: the default page's
     seen = set()
     for head, stage in ((1, "qk"), (2, "scaled"), (3, "masked")):  # a new selection on another stage each time
-        at.button_group(key="stage").set_value(stage)
+        at.selectbox(key="nav").set_value(f"stage:{stage}")
         at.sidebar.slider(key="head").set_value(head).run()
         ok(at)
         shown = _shown(at)
@@ -35,7 +35,7 @@ def test_the_page_remembers_only_the_current_selections_figures():
         seen |= idents
     assert len(seen) == 3  # the selection did change each time (else the test would prove nothing)
     for stage in ("qk", "scaled", "masked", "softmax"):  # several stages of one selection: all kept
-        at.button_group(key="stage").set_value(stage).run()
+        at.selectbox(key="nav").set_value(f"stage:{stage}").run()
         ok(at)
     assert {"qk", "scaled", "masked", "softmax"} <= set(_shown(at)) and len({v[0] for v in _shown(at).values()}) == 1
 

@@ -163,7 +163,7 @@ def test_the_model_runs_once_per_sentence_and_edits(monkeypatch):
     at.sidebar.selectbox(key="block").set_value("decoder.cross_attn").run()
     at.multiselect(key="whatif_flags").unselect("no_causal").run()
     at.multiselect(key="whatif_flags").select("no_causal").run()
-    at.radio(key="view").set_value("scores").run()
+    at.selectbox(key="nav").set_value("view:scores").run()
     ok(at)
     assert len(calls) == 2  # the intact and the edited run both stayed cached
 
@@ -182,9 +182,9 @@ def test_two_sentences_from_a_link_and_the_url_follows_the_second_sentence():
     assert any(i18n.t("compare.cut", "ko", c=400, t=64) == i.value for i in at.info)
     assert qp(at, "compare") == "x" * 400
     at.text_input(key="compare").input("hello word").run()
-    at.radio(key="view").set_value("scores").run()
+    at.selectbox(key="nav").set_value("view:scores").run()
     at.sidebar.slider(key="head").set_value(1).run()
-    at.radio(key="view").set_value("compare").run()
+    at.selectbox(key="nav").set_value("view:compare").run()
     ok(at)
     assert qp(at, "compare") == "hello word" and at.text_input(key="compare").value == "hello word"
     at.text_input(key="compare").input("").run()

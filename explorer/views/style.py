@@ -50,6 +50,9 @@ CELL_TEXT_MIN_PX = 7
 CELL_TEXT_CSS = ("<style>" + ", ".join(
     f'.js-plotly-plot g.heatmap-label text[style*="font-size: {n}px"]' for n in range(1, CELL_TEXT_MIN_PX))
     + " { display: none; }</style>")
+# the page's top margin: Streamlit's 6rem above the first element, cut to just under its toolbar, so
+# the chosen stage's figure starts higher on a laptop's screen (constant CSS, no user text)
+PAGE_CSS = "<style>.stMainBlockContainer { padding-top: 3.5rem; }</style>"
 # up to this many cells (the app's biggest query x key matrix: 72 x 72), a heatmap's hover names
 # the tokens (per-cell labels); beyond, the hover gives positions and the value, values travel as
 # float32 and the axes carry the tokens: a 512-token matrix is ~1.6 MB of JSON instead of ~10 MB,

@@ -640,7 +640,8 @@ def page() -> None:
         sync_url({"stage": st.session_state["stage"]})
     elif "stage" in st.query_params:
         del st.query_params["stage"]
-    sync_whatif_url(view)
+    sync_whatif_url([st.session_state.get("stage")] if view == STAGE_VIEW
+                    else [sid for sec in sections for sid in dict(stages.SECTIONS).get(sec, ())])
 
 
 # --- what if, two sentences, click to drill (issue 15) ----------------------------------------
@@ -736,7 +737,7 @@ def read_whatif_url() -> None:
         st.session_state["compare"] = inputs.limit_compare(str(compare))[0]
 
 
-def sync_whatif_url(view: str) -> None:
+def sync_whatif_url(shown: list[str]) -> None:
     """The URL follows the edits, the second sentence and the one-cell query/key (when on screen)."""
     values = {}
     for name, value in (("edit", st.session_state.get("edit", "")),
@@ -745,8 +746,8 @@ def sync_whatif_url(view: str) -> None:
             values[name] = value
         elif name in st.query_params:
             del st.query_params[name]
-    if view in ("all", "cell") or (view == STAGE_VIEW and st.session_state.get("stage") == "cell"):
-        values.update(query=int(st.session_state.get("query", 0)), key=int(st.session_state.get("key", 0)))
+    # the selection's numbers a stage on screen declares as its URL's (Stage.url: the one cell's query and key)
+    values.update({k: int(st.session_state.get(k, 0)) for k in stages.url_keys(shown) if k in inputs.INT_PARAMS})
     sync_url(values)
 
 
@@ -903,7 +904,7 @@ def patching_controls(page: Page) -> dict:
         st.warning(t("patching.failed", error=inputs.shown(str(e), 300)), icon="⚠️")
         return {"patching": opts}
     box.empty()
-    return {"patching": {**opts, "patching": result}}
+    return {"patching": {**opts, "patches": result}}
 
 
 CONTROLS["patching"] = (patching_controls, None)

@@ -202,7 +202,7 @@ def test_the_stage_draws_the_result_and_says_what_is_missing(seed):
     other = stages.run_data(seed, [SEED_PAIR[1]], with_weights=False)
     res = patching.patch_positions(seed, *SEED_PAIR)
     sel = stages.Selection("seed", 0, 0, 0, "encoder.self_attn")
-    fig, df = stages.stage_figure("patching", run, seed.info, sel, other=other, patching=res)
+    fig, df = stages.stage_figure("patching", run, seed.info, sel, other=other, patches=res)
     assert list(df.columns) == ["layer", "position", "logp"]
     assert len(df) == len(res.logp) * len(res.logp[0])
     assert df.set_index(["layer", "position"]).loc[(1, 3), "logp"] == pytest.approx(res.logp[1][3])
@@ -210,9 +210,9 @@ def test_the_stage_draws_the_result_and_says_what_is_missing(seed):
     assert list(fig.layout.xaxis.ticktext[:3]) == ["h", "e", "l"]
     assert "d" in fig.layout.title.subtitle.text and "&lt;s&gt;" in fig.layout.title.subtitle.text
     heads = patching.patch_heads(seed, *SEED_PAIR)
-    _, hdf = stages.stage_figure("patching", run, seed.info, sel, other=other, patching=heads)
+    _, hdf = stages.stage_figure("patching", run, seed.info, sel, other=other, patches=heads)
     assert list(hdf.columns) == ["layer", "head", "logp"] and len(hdf) == seed.info.n_layers * seed.info.n_heads
-    kfig, kdf = stages.stage_figure("patching", run, seed.info, sel, lang="ko", other=other, patching=res)
+    kfig, kdf = stages.stage_figure("patching", run, seed.info, sel, lang="ko", other=other, patches=res)
     assert list(kdf.columns) == ["레이어", "위치", "로그확률"]
     from test_i18n import clean, english_words, figure_strings, table_strings
 
@@ -222,7 +222,7 @@ def test_the_stage_draws_the_result_and_says_what_is_missing(seed):
     for opts, words in (({}, "second sentence"),
                         ({"other": stages.run_data(seed, ["hi"])}, "this one has 12, the second 3"),
                         ({"other": other}, "has not run"),
-                        ({"other": other, "patching": patching.patch_positions(seed, "abc", "abd")}, "has not run")):
+                        ({"other": other, "patches": patching.patch_positions(seed, "abc", "abd")}, "has not run")):
         fig, df = stages.stage_figure("patching", run, seed.info, sel, **opts)
         assert df is None and words in fig.layout.annotations[0].text, opts
     ko, _ = stages.stage_figure("patching", run, seed.info, sel, lang="ko", other=stages.run_data(seed, ["hi"]))
@@ -234,7 +234,7 @@ def test_user_text_in_the_figure_is_escaped(seed):
     res = patching.patch_positions(seed, *pair)
     run = stages.run_data(seed, [pair[0]])
     fig, _ = stages.stage_figure("patching", run, seed.info, stages.Selection("seed", 0, 0, 0, "encoder.self_attn"),
-                                 other=stages.run_data(seed, [pair[1]]), patching=res)
+                                 other=stages.run_data(seed, [pair[1]]), patches=res)
     import helpers
 
     text = json.dumps(fig.to_dict()["layout"], ensure_ascii=False) + json.dumps(
@@ -249,7 +249,7 @@ def test_korean_export_of_patching(seed):
     sel = stages.Selection("seed", 0, 0, 0, "encoder.self_attn")
     formats = ["csv"] + (["svg"] if ex.unavailable_reason() is None else [])
     data = ex.bundle_zip(run, seed.info, sel, model_name="seed", text=SEED_PAIR[0], stages=["patching"],
-                         formats=formats, lang="ko", other=other, patching=res)
+                         formats=formats, lang="ko", other=other, patches=res)
     zf = zipfile.ZipFile(io.BytesIO(data))
     doc = json.loads(zf.read("manifest.json"))
     assert doc["compare"] == SEED_PAIR[1] and {f["stage"] for f in doc["files"]} == {"patching"}

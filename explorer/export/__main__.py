@@ -157,6 +157,47 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+
+# --- what a stage reads beside the plain run (Stage.uses), made here as the app's caches make it -----
+
+def _attach_trace(m, a, parser, cache, runs, block):
+    """The token-by-token trace the decoding stage draws."""
+    tr = trace_data(m, a.text[a.sentence], max_new_tokens=a.max_new_tokens)
+    if not 0 <= a.step < tr.n_steps:
+        parser.error(f"--step {a.step} is out of range: {m.info.name} wrote {tr.n_steps} token(s) for "
+                     f"--text {a.sentence}, so use 0..{tr.n_steps - 1}")
+    return cache.with_trace(tr), runs
+
+
+def _attach_lens(m, a, parser, cache, runs, block):
+    """The logit lens of the sentence: every layer read through the model's own readout."""
+    return cache.with_lens(lens_data(m, cache, a.sentence)), runs
+
+
+def _attach_induction(m, a, parser, cache, runs, block):
+    """The induction scores: a forward pass of their own, on a repeated sequence."""
+    return cache.with_induction(induction_scores(m)), runs
+
+
+def _attach_patches(m, a, parser, cache, runs, block):
+    """Activation patching between the sentence and the second one (--compare); without it, or with
+    sentences the patching refuses (e.g. not as many tokens), the figure says so."""
+    if "other" not in runs:
+        return cache, runs
+    from model import patching as mp
+
+    try:
+        patched = mp.patch_positions(m, a.text[a.sentence], runs["other"].texts[0],
+                                     stack=views.patching_stack(m.info, block))
+    except mp.PatchingError:
+        return cache, runs
+    return cache, {**runs, "patches": patched}
+
+
+ATTACH = {"trace": _attach_trace, "lens": _attach_lens, "induction": _attach_induction,
+          "patches": _attach_patches}
+assert set(ATTACH) == set(views.ATTACHMENTS)
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -239,29 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: --text: {e}\n")
     options = dict(PRESETS[a.preset]["options"]) if a.preset else {}
     cache = views.run_data(m, a.text)  # what the app caches: hook tensors and the weights
-    if "decoding" in stages and views.applies("decoding", info):  # the token-by-token trace it draws
-        tr = trace_data(m, a.text[a.sentence], max_new_tokens=a.max_new_tokens)
-        cache = cache.with_trace(tr)
-        if not 0 <= a.step < tr.n_steps:
-            parser.error(f"--step {a.step} is out of range: {info.name} wrote {tr.n_steps} token(s) for "
-                         f"--text {a.sentence}, so use 0..{tr.n_steps - 1}")
-    if "logit_lens" in stages and views.applies("logit_lens", info):  # every layer read through m.readout
-        cache = cache.with_lens(lens_data(m, cache, a.sentence))
-    if "head_roles" in stages:  # the induction scores: a forward pass of their own, on a repeated sequence
-        cache = cache.with_induction(induction_scores(m))
     runs = {}
     if edits:
         runs["edited"] = views.run_data(m, a.text, with_weights=False, edits=edits)
     if second:
         runs["other"] = views.run_data(m, inputs.limit_tokens(second, m.tokenizer)[0], with_weights=False)
-        if "patching" in stages and views.applies("patching", info):  # the stage never runs the model itself
-            from model import patching as mp
-
-            try:
-                runs["patching"] = mp.patch_positions(m, a.text[a.sentence], runs["other"].texts[0],
-                                                      stack=views.patching_stack(info, block))
-            except mp.PatchingError:
-                pass  # e.g. not as many tokens: the figure says so
+    for kind in views.attachments(stages, info):  # what the stages declare they read (Stage.uses)
+        cache, runs = ATTACH[kind](m, a, parser, cache, runs, block)
     if a.stages.strip().lower() == "all":  # the what-if / comparison stages only with their run
         stages = [s for s in stages if views.ready(s, info, options=runs)]
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths

@@ -28,9 +28,9 @@ from explorer.views.data import RunData, axis_tokens, kv_head_of, prefix
 class Part:
     """One group of figures: a model, its selection and the stages drawn: ``stages`` before the
     question, ``reveal`` once the answer is shown (the figures that would give it away). ``edits``:
-    the what-if run the what-if stages compare with (model.edits' string); ``trace``: decode the
-    sentence step by step (the decoding stage). ``options``: per stage, its options (e.g. tutorial
-    002's preset)."""
+    the what-if run the what-if stages compare with (model.edits' string). What the stages read
+    beside the run (a decoding trace, the lens, induction scores, patches) follows from their records
+    (``Stage.uses``; ``uses(part)``). ``options``: per stage, its options (e.g. tutorial 002's preset)."""
 
     model: str
     stages: tuple[str, ...]
@@ -40,10 +40,8 @@ class Part:
     head: int = 0
     sentence: int = 0
     edits: str = ""
-    trace: bool = False
     options: dict = field(default_factory=dict)
     note: str | None = None  # a catalogue key said above the part's figures
-    patch: bool = False  # the patching stage: sentence 0 (clean) against sentence 1 (corrupted)
 
 
 @dataclass
@@ -364,7 +362,7 @@ LESSONS: tuple[Lesson, ...] = (
            ask_cross),
     Lesson(10, "lesson.10.title", "lesson.10.text", ("hello world",),
            (Part(SEED, ("tokens",)),  # the encoder's side: the decoder's tokens are what it writes
-            Part(SEED, (), reveal=("decoding", "softmax"), block="decoder.self_attn", trace=True)),
+            Part(SEED, (), reveal=("decoding", "softmax"), block="decoder.self_attn")),
            ask_next, asks=1),
     Lesson(11, "lesson.11.title", "lesson.11.text", ("The cat sat on the mat because it was tired.",),
            (Part("minilm", ("pe_learned_sim",), reveal=("softmax",), note="lesson.11.minilm"),
@@ -374,7 +372,7 @@ LESSONS: tuple[Lesson, ...] = (
                  note="lesson.11.gemma3")),  # today's design: a sliding window (shrunk to show), QK-norm
            ask_gqa, asks=1),
     Lesson(12, "lesson.12.title", "lesson.12.text", ("The capital of France is", "The capital of Italy is"),
-           (Part("smollm2", ("next_token",), reveal=("patching",), block="decoder.self_attn", patch=True),),
+           (Part("smollm2", ("next_token",), reveal=("patching",), block="decoder.self_attn"),),
            ask_answer_made),
 )
 
@@ -384,12 +382,18 @@ LESSONS: tuple[Lesson, ...] = (
 # What they read besides the hooks (the lens of the part's sentence, the model's induction scores) is
 # attached to the part's run by run_part below and by the page (explorer/lessons/page.py).
 
+def uses(part: Part) -> set[str]:
+    """What the part's stages read beside the run, as their records declare it (Stage.uses): "trace",
+    "lens", "induction", "patches" (the patching stage: sentence 0, clean, against sentence 1)."""
+    return {u for sid in part.stages + part.reveal for u in stages.REGISTRY[sid].uses}
+
+
 def needs_lens(part: Part) -> bool:
-    return "logit_lens" in part.stages + part.reveal
+    return "lens" in uses(part)
 
 
 def needs_induction(part: Part) -> bool:
-    return "head_roles" in part.stages + part.reveal
+    return "induction" in uses(part)
 
 
 def attach_analyses(part: Part, run: RunData, lens, induction) -> RunData:
@@ -561,12 +565,12 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
 
     texts = list(texts)
     run = run_data(m, texts)
-    if part.trace:
+    if "trace" in uses(part):
         run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))
     run = attach_analyses(part, run, lambda s: lens_data(m, run, s), lambda: induction_scores(m))
     edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
     pr = PartRun(part, run, m.info, edited)
-    if part.patch and len(texts) >= PATCHED_SENTENCES:
+    if "patches" in uses(part) and len(texts) >= PATCHED_SENTENCES:
         from model import patching
 
         pr.other = run_data(m, texts[1:2], with_weights=False)
@@ -580,14 +584,15 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
 def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
     """The options a part's stage is drawn with: its own, the what-if run, the decoding step."""
     opts = dict(part.options.get(stage_id, {}))
-    if stage_id.startswith("whatif_") and pr.edited is not None:
+    record = stages.REGISTRY[stage_id]  # what it compares with (needs) and reads beside the run (uses)
+    if record.needs == "edited" and pr.edited is not None:
         opts["edited"] = pr.edited
-    if stage_id == "decoding" and pr.run.trace is not None:
+    if "trace" in record.uses and pr.run.trace is not None:
         opts["step"] = decoding_step(pr.run.trace)
-    if stage_id == "logit_lens" and pr.run.lens is not None:  # keyed apart from a figure made without it
+    if "lens" in record.uses and pr.run.lens is not None:  # keyed apart from a figure made without it
         opts["attached"] = ("lens", pr.run.lens.text)
-    if stage_id == "head_roles" and pr.run.induction is not None:
+    if "induction" in record.uses and pr.run.induction is not None:
         opts["attached"] = ("induction", pr.part.model)
-    if stage_id == "patching" and pr.other is not None:
-        opts.update(other=pr.other, patching=pr.patching)
+    if "patches" in record.uses and pr.other is not None:
+        opts.update(other=pr.other, patches=pr.patching)
     return opts

@@ -145,7 +145,7 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
     with st.spinner(t("running")):
         run = state.run(part.model, texts, n_tokens, m.info)
-        if part.trace:
+        if "trace" in catalog.uses(part):
             run = run.with_trace(state.trace(part.model, texts[min(part.sentence, len(texts) - 1)]))
         try:
             run = catalog.attach_analyses(part, run, lambda s: state.lens(part.model, texts, run, s),
@@ -155,7 +155,7 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
             return None
         edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
     pr = PartRun(part, run, m.info, edited)
-    if part.patch and len(texts) >= catalog.PATCHED_SENTENCES:
+    if "patches" in catalog.uses(part) and len(texts) >= catalog.PATCHED_SENTENCES:
         patch_part(pr, texts, m)
     return pr
 

@@ -59,7 +59,7 @@ from .data import (BLOCKS, RunData, as_run, axis_tokens, blocks_for, from_cache,
 __all__ = ["Selection", "Stage", "REGISTRY", "STAGE_IDS", "STAGES", "SECTIONS", "BLOCKS", "blocks_for",
            "layers_for", "stage_figure", "stage_title", "stage_note", "caption", "clip_selection", "run_data",
            "from_cache", "weights_of", "RunData", "applies", "kv_head_note", "cell_numbers", "overview_layers",
-           "second_run", "ready", "head_entropies", "stage_words", "shape_text", "Shape"]
+           "second_run", "ready", "url_keys", "attachments", "head_entropies", "stage_words", "shape_text", "Shape"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,12 @@ class Stage:
     note: Callable[["_Ctx"], str | None] | None = None
     needs: str | None = None
     click: str | None = None
+    # what the stage reads beside the plain run, each made once and attached to it by whoever draws
+    # it (the page's caches, the exporter: ATTACHMENTS): "trace" (a decoding trace), "lens" (the
+    # logit lens of the sentence), "induction" (induction scores), "patches" (a patching result);
+    # ``url``: the URL parameters the page keeps while the stage is on screen
+    uses: tuple[str, ...] = ()
+    url: tuple[str, ...] = ()
     # words that follow the model: ``variant(ctx)`` is one of ``variants`` (each has the catalogue key
     # stage.{id}.explain.{v}, and a title of its own where stage.{id}.title.{v} exists); ``fill(ctx)``
     # the placeholders; ``shape(ctx)`` the tensors drawn (Shape); ``on_demand``: the app draws it only
@@ -155,6 +161,7 @@ class Stage:
 
 
 REGISTRY: dict[str, Stage] = {}
+ATTACHMENTS = ("trace", "lens", "induction", "patches")  # Stage.uses, in the order they are made
 
 
 def stage(stage_id: str, *, section: str, formula: str | Callable, **record) -> Callable[[Builder], Builder]:
@@ -163,6 +170,8 @@ def stage(stage_id: str, *, section: str, formula: str | Callable, **record) -> 
     def register(build: Builder) -> Builder:
         if stage_id in REGISTRY:
             raise ValueError(f"stage {stage_id!r} is registered twice")
+        if not set(record.get("uses", ())) <= set(ATTACHMENTS):
+            raise ValueError(f"stage {stage_id!r} uses {record['uses']}: not among {ATTACHMENTS}")
         REGISTRY[stage_id] = Stage(stage_id, section, build, formula, **record)
         return build
 
@@ -1189,7 +1198,7 @@ def _next_token(c: _Ctx, title: str, opts: dict):
 
 # --- one cell, all heads ----------------------------------------------------------------------------
 
-@stage("cell", section="cell", per_cell=True, controls="cell",
+@stage("cell", section="cell", per_cell=True, controls="cell", url=("query", "key"),
        shape=lambda c: [("q_i, k_j", "", (("d_k", int(c.d_head)),)), ("A_i", "", (("keys", int(c.n_k)),))],
        formula=lambda c: r"A_{ij} = \mathrm{softmax}_j\!\left(" + _scaled_tex(c, r"\sum_d q_{i,d}\,k_{j,d}")
        + r" + \log M_{ij}\right)")
@@ -1258,6 +1267,7 @@ def _decoding_note(c: _Ctx) -> str | None:
 
 
 @stage("decoding", section="decoding", applies=_has_decoder, controls="decoding", note=_decoding_note,
+       uses=("trace",), url=("step", "sample"),
        formula=lambda c: r"a_t = \mathrm{softmax}\!\left(" + _scaled_tex(c, r"q_t\,[K_{<t};\,k_t]^\top").replace("B_{ij}", "B_t")
        + r"\right),\quad z_t = a_t\,[V_{<t};\,v_t],\quad x_{t+1} = \arg\max_x\, p(x \mid x_{\le t})")
 def _decoding(c: _Ctx, title: str, opts: dict):
@@ -1298,7 +1308,7 @@ def _edits_note(e: _Ctx) -> str:
     return e.words("whatif.caption_edits", edits=e.run.edits or "—")
 
 
-@stage("whatif_pattern", section="whatif", controls="whatif", needs="edited",
+@stage("whatif_pattern", section="whatif", controls="whatif", needs="edited", url=("edit",),
        formula=lambda c: r"\Delta A_{ij} = A^{" + _tx(c, "edited") + r"}_{ij} - A^{" + _tx(c, "intact") + r"}_{ij}")
 def _whatif_pattern(c: _Ctx, title: str, opts: dict):
     e = _second(c, opts, "edited")
@@ -1318,7 +1328,7 @@ def head_entropies(c: _Ctx) -> np.ndarray:
     return wv.head_entropies(pats, n_q)
 
 
-@stage("whatif_entropy", section="whatif", controls="whatif", needs="edited",
+@stage("whatif_entropy", section="whatif", controls="whatif", needs="edited", url=("edit",),
        formula=lambda c: (r"H_h = -\frac{1}{T}\sum_i \sum_j A_{ij}\log A_{ij}:\quad H_h^{" + _tx(c, "edited")
                           + r"} - H_h^{" + _tx(c, "intact") + "}"))
 def _whatif_entropy(c: _Ctx, title: str, opts: dict):
@@ -1336,6 +1346,7 @@ def _output_note(c: _Ctx) -> str | None:
 
 
 @stage("whatif_output", section="whatif", per_head=False, controls="whatif", needs="edited", note=_output_note,
+       url=("edit",),
        formula=r"\mathrm{KL}(p \,\|\, p') = \sum_t p_t \log \frac{p_t}{p'_t},\qquad \cos(e, e') = "
                r"\frac{e \cdot e'}{\lVert e \rVert\, \lVert e' \rVert}")
 def _whatif_output(c: _Ctx, title: str, opts: dict):
@@ -1356,7 +1367,7 @@ def _whatif_output(c: _Ctx, title: str, opts: dict):
     return _notice(c.words("whatif.no_output"), title), None
 
 
-@stage("compare_pattern", section="compare", controls="compare", needs="other",
+@stage("compare_pattern", section="compare", controls="compare", needs="other", url=("compare",),
        formula=r"\Delta A_{ij} = A^{(2)}_{\pi(i)\,\pi(j)} - A^{(1)}_{ij}\quad (\pi:\ \text{the same token})")
 def _compare_pattern(c: _Ctx, title: str, opts: dict):
     o = _second(c, opts, "other")
@@ -1387,6 +1398,18 @@ def ready(stage_id: str, info, block: str | None = None, options: Mapping | None
     """Whether export should include a stage: it applies, and the run it compares with is given."""
     needs = REGISTRY[stage_id].needs
     return applies(stage_id, info, block) and (needs is None or (options or {}).get(needs) is not None)
+
+
+def url_keys(stage_ids) -> tuple[str, ...]:
+    """The URL parameters the stages ``stage_ids`` keep while on screen (Stage.url), in order."""
+    return tuple(dict.fromkeys(k for sid in stage_ids if sid in REGISTRY for k in REGISTRY[sid].url))
+
+
+def attachments(stage_ids, info) -> tuple[str, ...]:
+    """What the stages that apply to this model read beside the plain run (Stage.uses), in the order
+    they are made: the exporter makes exactly these."""
+    used = {u for sid in stage_ids if applies(sid, info) for u in REGISTRY[sid].uses}
+    return tuple(a for a in ATTACHMENTS if a in used)
 
 # --- the whole block: shapes, feed-forward, residual stream and norms, the generator ---------------
 
@@ -1835,7 +1858,7 @@ def _lens_fill(c: _Ctx) -> dict:
     return {"n": n, "last_layer": n - 1, "settled": settled, "word": word, "last": last, "readout": _readout_words(c)}
 
 
-@stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens",
+@stage("logit_lens", section="beyond", per_head=False, applies=_has_readout, controls="lens", uses=("lens",),
        formula=_lens_formula, fill=_lens_fill, variants=("decoder", "seed", "pending"),
        variant=lambda c: "pending" if _lens(c) is None else "seed" if c.run.kind == "encoder-decoder" else "decoder",
        shape=lambda c: [("h", "",
@@ -2014,7 +2037,7 @@ def _roles_variant(c: _Ctx) -> str:
     return "measured" if _induction_of(c) is not None else "no_induction"
 
 
-@stage("head_roles", section="beyond", per_head=False, controls="roles",
+@stage("head_roles", section="beyond", per_head=False, controls="roles", uses=("induction",), url=("role",),
        blocks=("encoder.self_attn", "decoder.self_attn"), fill=_roles_fill,
        variants=("measured", "no_induction", "seed_decoder"), variant=_roles_variant,
        formula=lambda c: (r"\begin{gathered}\mathrm{prev}_h = \frac{1}{T-1}\sum_{q\ge1} A_{q,q-1},\quad \mathrm{first}_h = "
@@ -2056,7 +2079,7 @@ def _patch_applies(info: dict) -> bool:
 
 
 def _patch_result(c: _Ctx):
-    res = c.opts.get("patching")
+    res = c.opts.get("patches")
     return res if res is not None and hasattr(res, "logp") else None
 
 
@@ -2080,9 +2103,10 @@ def _patching_variant(c: _Ctx) -> str:
 
 
 @stage("patching", section="compare", controls="patching", needs="other", per_head=False, applies=_patch_applies,
+       uses=("patches",), url=("compare", "patch"),
        formula=_patching_formula, variants=("decoder", "seed"), variant=_patching_variant)
 def _patching(c: _Ctx, title: str, opts: dict):
-    """Options: ``other`` (the second sentence's run) and ``patching`` (the result; see above)."""
+    """Options: ``other`` (the second sentence's run) and ``patches`` (the result; see above)."""
     if not _patch_applies(c.info):
         return _not_for(c, title, "patching.needs_head")
     o = _second(c, opts, "other")

@@ -1278,10 +1278,10 @@ WORDS: dict[str, dict[str, str]] = {
         "en": "What it does to the output",
         "ko": "출력에 미치는 영향"},
     "stage.whatif_output.explain": {
-        "en": "The consequence for what the model produces — the seed Transformer's written text, "
-              "SmolLM2's next-token probabilities, MiniLM's sentence embedding — intact (①) and edited (②).",
-        "ko": "모델이 내놓는 결과가 어떻게 달라지는지 봅니다 — seed 트랜스포머가 쓴 글, SmolLM2의 다음 토큰 "
-              "확률, MiniLM의 문장 임베딩 — 원래(①)와 편집(②)."},
+        "en": "The consequence for what the model produces — the text an encoder–decoder writes, a decoder's "
+              "next-token probabilities, an encoder's sentence embedding — intact (①) and edited (②).",
+        "ko": "모델이 내놓는 결과가 어떻게 달라지는지 봅니다 — 인코더–디코더가 쓴 글, 디코더의 다음 토큰 "
+              "확률, 인코더의 문장 임베딩 — 원래(①)와 편집(②)."},
     "stage.compare_pattern.title": {
         "en": "Two sentences, one head",
         "ko": "두 문장, 한 헤드"},

@@ -147,7 +147,8 @@ def test_the_words_name_the_familys_norm_positions_scale_and_feed_forward(fam):
     qkv = words(m, run, "qkv", block)
     assert ("RoPE" in qkv["formula"]) == (info.positional == "rotary")
     assert (r"\hat X" in qkv["formula"]) == (not info.norm.startswith("post"))
-    assert ("_q(" in qkv["formula"] and "QK-norm" in qkv["explain"]) == info.qk_norm
+    # q's own norm: RMSNorm_q, Gemma's RMSNorm_{1+w,\,q} (one subscript)
+    assert (bool(re.search(r"_(q|\{[^{}]*q\})\(", qkv["formula"])) and "QK-norm" in qkv["explain"]) == info.qk_norm
     assert ("b_Q" in qkv["formula"]) == info.qkv_bias
     scaled = words(m, run, "scaled", block)
     assert scaled["variant"] == ("none" if family == "t5" else "sqrt")

@@ -32,6 +32,7 @@ Out-of-range selections are clipped (never an exception); unknown stage ids rais
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -363,6 +364,12 @@ def _norm_tex(info: dict) -> str:
     return r"\mathrm{RMSNorm}_{1+w}" if name == "RMSNorm(1+w)" else r"\mathrm{" + name.replace("(", "").replace(")", "") + "}"
 
 
+def _norm_sub_tex(info: dict, sub: str) -> str:
+    """The norm of q (of k): RMSNorm_q, and Gemma's RMSNorm_{1+w,\\,q} (a second subscript is a KaTeX error)."""
+    tex = _norm_tex(info)
+    return tex[:-1] + rf",\,{sub}}}" if tex.endswith("}") and "_{" in tex else f"{tex}_{sub}"
+
+
 def _layer_norm(info: dict) -> bool:
     """The norm subtracts the mean (LayerNorm: μ and σ) rather than dividing by the rms alone."""
     return _norm_name(info) == "LayerNorm"
@@ -462,10 +469,19 @@ def _teacher_forced(c: _Ctx) -> bool:
     return c.run.kind == "encoder-decoder" and c.sel.block == "decoder.self_attn"
 
 
+def _token_tex(tok: str) -> str:
+    """A token as a formula writes it: <s> as \\langle s\\rangle, <pad> as \\langle \\mathrm{pad}\\rangle, a word as text."""
+    m = re.fullmatch(r"<(/?)([A-Za-z]+)>", tok)
+    if m:
+        name = m.group(2) if len(m.group(2)) == 1 else r"\mathrm{" + m.group(2) + "}"
+        return r"\langle " + m.group(1) + name + r"\rangle"
+    return r"\text{" + "".join("\\" + ch if ch in "#$%&_{}" else ch for ch in tok if ch not in "\\^~") + "}"
+
+
 def _tokens_formula(c: _Ctx) -> str:
-    if _teacher_forced(c):
-        return (_tx(c, "decoder_input") + r" = (\langle s\rangle, y_1, \dots, y_{T-1}) \;\rightarrow\; "
-                + _tx(c, "predicts") + r"\ (y_1, \dots, y_{T-1}, \langle /s\rangle)")
+    if _teacher_forced(c):  # the decoder's own first token: the seed's <s>, T5's and Marian's <pad>
+        return (_tx(c, "decoder_input") + r" = (" + _token_tex(_decoder_start(c)) + r", y_1, \dots, y_{T-1}) "
+                r"\;\rightarrow\; " + _tx(c, "predicts") + r"\ (y_1, \dots, y_{T-1}, \langle /s\rangle)")
     return _tx(c, "text") + r" \rightarrow (t_0, t_1, \dots, t_{T-1}),\quad t_i \in \{0,\dots,|V|-1\},\ |V| = " + \
         f"{int(c.info['vocab_size']):,}".replace(",", "{,}")
 
@@ -907,7 +923,7 @@ def _qkv_formula(c: _Ctx) -> str:
     normed = rf",\quad \hat X = {_norm_tex(c.info)}(X)" if pre else ""
     if v.startswith("rotary"):
         g = "g" if _grouped(c.info) else "h"
-        qn = (lambda t, m: rf"{_norm_tex(c.info)}_{m}({t})") if c.info.get("qk_norm") else (lambda t, m: t)
+        qn = (lambda t, m: rf"{_norm_sub_tex(c.info, m)}({t})") if c.info.get("qk_norm") else (lambda t, m: t)
         q, k = qn(rf"{x} W_Q^{{(h)}}{b['Q']}", "q"), qn(rf"{x} W_K^{{({g})}}{b['K']}", "k")
         return (rf"Q^{{(h)}} = \mathrm{{RoPE}}({q}),\ K^{{(h)}} = \mathrm{{RoPE}}({k}),"
                 rf"\ V^{{(h)}} = {x} W_V^{{({g})}}{b['V']}" + normed)
@@ -1167,13 +1183,10 @@ def _decoder_only(info: dict) -> bool:
 
 
 def _next_token_formula(c: _Ctx) -> str:
-    h = rf"{_norm_tex(c.info)}(h_i)" if c.info.get("final_norm") else "h_i"
-    w = r",\quad W_{out} = E\ (" + _tx(c, "tied") + ")" if c.info.get("tied_output") else ""
-    logits = rf"{h}\, W_{{out}}^\top"
-    cap = float(c.info.get("final_softcap") or 0.0)
-    if cap:
-        logits = rf"{_num(cap)}\tanh\big({logits} / {_num(cap)}\big)"
-    return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({logits}\big)" + w
+    """The model's own readout (_readout_tex: final norm, scale, E or W_out, bias, soft-cap), as the
+    logit lens and the generator write it."""
+    w = r",\quad E\ (" + _tx(c, "tied") + ")" if c.info.get("tied_output") else ""
+    return rf"p(t_{{i+1}} \mid t_{{\le i}}) = \mathrm{{softmax}}\big({_readout_tex(c.info, 'h_i')}\big)" + w
 
 
 @stage("next_token", section="output", per_head=False, applies=_decoder_only, controls="next_position",

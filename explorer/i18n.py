@@ -98,21 +98,12 @@ WORDS: dict[str, dict[str, str]] = {
     "section_overview": {
         "en": "All heads",
         "ko": "모든 헤드"},
-    "section_stage": {
-        "en": "One stage",
-        "ko": "한 단계씩"},
     "section_all": {
         "en": "Everything",
         "ko": "전체"},
-    "pipeline": {
-        "en": "The pipeline: choose a stage",
-        "ko": "파이프라인: 단계를 고르세요"},
     "why_stage": {
         "en": "it is not a stage of {model} with this block",
         "ko": "{model} 모델의 이 블록에는 없는 단계입니다"},
-    "view": {
-        "en": "View",
-        "ko": "보기"},
     "nav.label": {
         "en": "Stage or page",
         "ko": "단계 또는 페이지"},

@@ -494,18 +494,25 @@ class Page:
     layers: int
     heads: int
     blocks: list[str]
-    views: list[str]
+    views: list[str]  # a "view" click's places: the navigation's entries as shown (key "nav")
+    old_views: list[str] = field(default_factory=list)  # the same places on the old "view" radio
     clicks: tuple[str, ...] = CLICKS  # what a learner's click changes (--workshop-clicks)
 
     @classmethod
     def of(cls, name: str = "seed") -> "Page":
         import model
-        from explorer import i18n, inputs
+        from explorer import i18n, inputs, navigation
 
         info = model.load(name).info if name in model.available() else model.load("seed", random=True).info
+        ids = navigation.pipeline(info, info.blocks[0])
+        # the default stage, then every page: the places the old view radio offered, so that a
+        # workshop clicks the same pages on this revision and on one before the one control
+        # (--baseline), where the radio's first option was "One stage"
+        places = [navigation.value("stage", inputs.DEFAULT_STAGE)] + [f"view:{v}" for v in inputs.VIEWS if v != "stage"]
         return cls(layers=info.n_layers, heads=info.n_heads,
                    blocks=[i18n.t(f"blocks.{b}", "en") for b in info.blocks],
-                   views=[i18n.t(f"section_{v}", "en") for v in inputs.VIEWS])
+                   views=[navigation.label(p, ids, "en") for p in places],
+                   old_views=["One stage"] + [i18n.t(f"section_{v}", "en") for v in inputs.VIEWS if v != "stage"])
 
 
 @dataclass
@@ -555,8 +562,9 @@ async def _learner(i: int, port: int, page: Page, out: WorkshopResult, *, stop_a
                          "view": len(page.views)}[kind]
                     state[kind] = _other(rng, n, state[kind])
                     value = state[kind]
-                    widgets = {kind: page.blocks[value] if kind == "block" else
-                               page.views[value] if kind == "view" else float(value)}
+                    widgets = {kind: page.blocks[value] if kind == "block" else float(value)}
+                    if kind == "view":  # the one navigation control, or the radio before it (--baseline)
+                        widgets = {"nav": page.views[value]} if "nav" in s.widget_ids else {"view": page.old_views[value]}
                     if kind in ("layer", "head") and n <= 1:
                         continue
                 r = await s.rerun(widgets)

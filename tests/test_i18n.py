@@ -166,3 +166,21 @@ def test_the_english_check_can_fail():
     _, df = stages.stage_figure("overview", run, m.info, sel, lang="en")  # English on purpose
     words = english_words()
     assert any(p.search(s) for s in table_strings(df) for p in words.values())
+
+
+def test_the_words_are_data_files_a_translator_edits(tmp_path):
+    """One TOML file a language, the same keys in the same order; a key a translation lacks falls
+    back to English on the page (and fails the test above); a table where text belongs is refused."""
+    import tomllib
+
+    files = {lang: tomllib.loads((i18n.WORDS_DIR / f"{lang}.toml").read_text(encoding="utf-8")) for lang in i18n.LANGS}
+    assert list(files["ko"]) == list(files["en"]) == list(i18n.WORDS)
+    assert {k: v["ko"] for k, v in i18n.WORDS.items()} == files["ko"]
+    en = (i18n.WORDS_DIR / "en.toml").read_text(encoding="utf-8")
+    (tmp_path / "en.toml").write_text(en, encoding="utf-8")
+    (tmp_path / "ko.toml").write_text('"layer" = "레이어"\n', encoding="utf-8")
+    partial = i18n._load(tmp_path)
+    assert partial["layer"] == {"en": "Layer", "ko": "레이어"} and partial["head"] == {"en": "Head"}
+    (tmp_path / "ko.toml").write_text('stage.softmax.title = "x"\n', encoding="utf-8")  # unquoted: a table
+    with pytest.raises(ValueError, match="not plain text"):
+        i18n._load(tmp_path)

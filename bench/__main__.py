@@ -5,7 +5,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --json bench/results/bench.json
     python -m bench --quick
     python -m bench --only hooks,stages     # sections: hooks, stages, decoding, export, concurrency
-    python -m bench --malloc default        # glibc's malloc defaults instead of the app's (model/malloc.py)
+    python -m bench --malloc default        # glibc's malloc defaults instead of the app's (model/runtime/malloc.py)
     python -m bench peers --threads 2 --check   # against transformers, TransformerLens, BertViz (bench/peers.py)
     python -m bench --only workshop --workshop 60:2 --baseline 9d4b5dc   # this code against another revision's
     python -m bench --only floor            # the explorer against a bare Streamlit app (bench/floor.py)
@@ -487,7 +487,7 @@ def main(argv=None) -> int:
     p.add_argument("--floor-local", action="store_true",
                    help="floor: the explorer as on a laptop (not ATTENTION_EXPLORER_HOSTED=1, as the replicas run)")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
-                   help="glibc malloc settings for this process and the server: the app's (model/malloc.py, applied by `import model`, "
+                   help="glibc malloc settings for this process and the server: the app's (model/runtime/malloc.py, applied by `import model`, "
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
@@ -517,7 +517,7 @@ def main(argv=None) -> int:
         a.soak_minutes, a.soak_learners = min(a.soak_minutes, 1.0), min(a.soak_learners, 4)
 
     if a.malloc == "app":
-        from model import malloc as model_malloc  # `import model` applies them; tune() says what it did
+        from model.runtime import malloc as model_malloc  # `import model` applies them; tune() says what it did
 
         malloc = model_malloc.tune()
     else:

@@ -93,8 +93,8 @@ def hook_overhead_forward(m, texts: list[str], n: int = 7) -> dict | None:
     that comes before it runs without hooks in both ``run`` and ``run_with_cache``)."""
     import torch
 
-    from model.base import pad_batch
-    from model.hooks import capture, hooks
+    from model.runtime.base import pad_batch
+    from model.runtime.hooks import capture, hooks
 
     if not hasattr(m, "greedy"):
         return None

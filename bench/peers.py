@@ -23,7 +23,7 @@ layers, 14 query heads sharing 2 K/V heads, d_model 896, 151,936-token vocabular
 default init; no download) and saved as a Hugging Face folder (config.json, model.safetensors and
 a small byte-level tokenizer.json from scripts/make_family_fixtures.py) under ``--checkpoints``
 (default /tmp/peers-checkpoints), once. Both sides load that folder: the project through
-model/hf.py, transformers with AutoModelForCausalLM (eager, float32).
+model/files/hf.py, transformers with AutoModelForCausalLM (eager, float32).
 
 What is measured (every other case in a fresh subprocess, the project's and the peer's alternating,
 round after round, the order flipped every round; figures are medians over the rounds):
@@ -672,7 +672,7 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="parity,hooks,payload",
                    help="optional parts besides cold/load/peak/forward: parity, hooks, payload")
     p.add_argument("--malloc", choices=("app", "default"), default="app",
-                   help="the project side's malloc settings: the app's (model/malloc.py) or glibc's defaults")
+                   help="the project side's malloc settings: the app's (model/runtime/malloc.py) or glibc's defaults")
     p.add_argument("--venv", type=Path, default=Path("/tmp/peers-venv"))
     p.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     a = p.parse_args(argv)

@@ -1,5 +1,5 @@
-"""The malloc settings now live in model/malloc.py (``import model`` applies them); kept so that
+"""The malloc settings now live in model/runtime/malloc.py (``import model`` applies them); kept so that
 ``from explorer import memory; memory.tune()`` still works."""
-from model.malloc import SETTINGS, tune
+from model.runtime.malloc import SETTINGS, tune
 
 __all__ = ["SETTINGS", "tune"]

@@ -15,7 +15,7 @@ seed checkpoint appears (or is retrained), the next page load uses it.
 
 Hosting: at most ``MAX_CONCURRENT_RUNS`` forward passes run at once in the process (others wait
 their turn, so a burst of visitors queues instead of exhausting memory; the number follows the CPUs the
-container may use: model/limits.py ``run_slots``), the logit lens and patching at most all but one of
+container may use: model/runtime/limits.py ``run_slots``), the logit lens and patching at most all but one of
 them, each page within its quota (explorer/quota.py); with
 ``ATTENTION_EXPLORER_HOSTED=1`` only the named models load (never a local path) and error messages
 do not show the server's folders.
@@ -41,8 +41,8 @@ from explorer.views import stages
 from explorer.views.data import (LensData, RunData, induction_scores, lens_data, run_data,
                                 weights_of)
 from explorer.views.trace import TraceData, trace_data
-from model import limits
 from model.registry import SEED_WEIGHTS
+from model.runtime import limits
 
 RUN_CACHE_ENTRIES = 32
 RUN_CACHE_TTL = 3600  # seconds
@@ -56,7 +56,7 @@ _lean = os.environ.get("ATTENTION_EXPLORER_LEAN_DOWNLOADS", "").strip().lower()
 LEAN_DOWNLOADS = _lean in ("1", "true", "yes", "on") if _lean else HOSTED
 # one forward pass per CPU the process may use (torch runs each on one thread here): its affinity, bounded
 # by the container's CPU quota (cgroup v2 cpu.max or v1 cfs quota/period, rounded up), at most 4;
-# ATTENTION_EXPLORER_MAX_RUNS overrides (model/limits.py: run_slots)
+# ATTENTION_EXPLORER_MAX_RUNS overrides (model/runtime/limits.py: run_slots)
 MAX_CONCURRENT_RUNS = limits.run_slots()
 _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 # the logit lens and patching (seconds each) have slots of their own, at most all the run slots but one, and
@@ -65,7 +65,7 @@ _RUN_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 # by a lowered patching run, a burst of new sentences queued on the one slot left)
 ANALYSIS_SLOTS = max(1, MAX_CONCURRENT_RUNS - 1)
 _ANALYSIS_SLOTS = threading.BoundedSemaphore(ANALYSIS_SLOTS)
-# ...and they run on threads of lower CPU priority (nice 10, model/limits.py: lower_this_thread), so that
+# ...and they run on threads of lower CPU priority (nice 10, model/runtime/limits.py: lower_this_thread), so that
 # while one page's lens or experiment computes, the other learners' clicks on the same core go first
 _BACKGROUND = ThreadPoolExecutor(ANALYSIS_SLOTS, thread_name_prefix="analysis",
                                  initializer=limits.lower_this_thread)
@@ -394,7 +394,7 @@ def trace(name: str, text: str, temperature: float = 0.0, top_k: int | None = No
           seed: int = 0) -> TraceData:
     """The model's greedy decoding of ``text``, step by step (cached by model, text and sampling):
     moving through its steps, or changing layer, head or view, never runs the model again.
-    ``temperature > 0`` samples (``top_k``, ``top_p``, ``seed``: model.base.generate_with_cache).
+    ``temperature > 0`` samples (``top_k``, ``top_p``, ``seed``: model.runtime.base.generate_with_cache).
     TypeError for an encoder-only model."""
     sampling = (float(temperature), top_k, top_p, int(seed)) if temperature else ()
     return _trace(name, weights_stamp(name), text, sampling)
@@ -435,11 +435,11 @@ def induction(name: str) -> dict:
     return _induction(name, weights_stamp(name))
 
 
-# --- activation patching (model/patching.py; the stage "patching") --------------------------------
+# --- activation patching (model/analysis/patching.py; the stage "patching") -----------------------
 # Many forward passes (layers × positions), so: cached per process by model, sentences and what is
 # patched; the caller shows progress and may cancel (a click on the page stops the script at the next
 # progress update, and nothing is kept); on a hosted server bounded by PATCH_MAX_FORWARDS (past it:
-# model.patching.PatchingTooLarge, before anything runs). One run slot for the whole experiment.
+# model.analysis.patching.PatchingTooLarge, before anything runs). One run slot for the whole experiment.
 # A _Memo, not st.cache_data: st.cache_data records every element a cached function draws, the
 # progress bar's updates included, to replay them on a hit, and refuses a bar made outside it.
 PATCH_MAX_FORWARDS = int(os.environ.get("ATTENTION_EXPLORER_PATCH_MAX_FORWARDS") or 600)
@@ -453,10 +453,10 @@ def patch_bound() -> int | None:
 
 
 def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progress=None, cancel=None):
-    """``model.patching.patch`` of ``clean`` against ``corrupted`` (cached): ``kind`` "positions" (the
+    """``model.analysis.patching.patch`` of ``clean`` against ``corrupted`` (cached): ``kind`` "positions" (the
     stream of stack ``where``) or "heads" (the hook_z of block ``where``); bounded when hosted. Running
     one (not a cache hit) is within the page's quota where quotas apply (``quota.Refused``)."""
-    from model import patching as mp
+    from model.analysis import patching as mp
 
     stamp, bound = weights_stamp(name), patch_bound()
 

@@ -6,15 +6,15 @@
     cache["encoder.blocks.0.self_attn.hook_pattern"]  # (batch, head, q, k)
     out, cache = m.run_with_cache(["some text"], edits="no_causal,temperature=2")  # a what-if
 """
-from . import malloc
+from model.runtime import malloc
 
 malloc.tune()  # before any tensor is allocated: freed blocks are reused, not faulted in again
 
-from . import edits  # noqa: E402
-from .base import HookedModel, ModelInfo, Output  # noqa: E402
-from .errors import InputTooLong, RunTooLarge, WeightsError  # noqa: E402
-from .hooks import Cache, HookPoint, hooks  # noqa: E402
-from .registry import available, load  # noqa: E402
+from model.registry import available, load  # noqa: E402
+from model.runtime import edits  # noqa: E402
+from model.runtime.base import HookedModel, ModelInfo, Output  # noqa: E402
+from model.runtime.errors import InputTooLong, RunTooLarge, WeightsError  # noqa: E402
+from model.runtime.hooks import Cache, HookPoint, hooks  # noqa: E402
 
 __all__ = ["load", "available", "HookedModel", "ModelInfo", "Output", "Cache", "HookPoint",
            "hooks", "WeightsError", "InputTooLong", "RunTooLarge", "edits", "malloc"]

@@ -129,7 +129,7 @@ def problems(reserved: Iterable[str] = ()) -> list[str]:
 def load_entry(entry: Entry, load: Callable):
     """The entry's model, read by ``load`` (model.load: a folder, a GGUF or a seed file), named as
     configured. A path that is not there says which name and which file, not the folder."""
-    from .errors import WeightsError
+    from model.runtime.errors import WeightsError
 
     if not entry.path.exists():
         raise WeightsError(f"the configured model {entry.name!r} ({entry.source}) points to "

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from . import configured
-from .base import HookedModel
-from .errors import WeightsError
-from .pretrained import load_named, load_path
-from .seed_weights import ASSETS, SEED_TOKENIZER, load_seed_file, random_seed_model
+from model import configured
+from model.files.seed_weights import ASSETS, SEED_TOKENIZER, load_seed_file, random_seed_model
+from model.pretrained import load_named, load_path
+from model.runtime.base import HookedModel
+from model.runtime.errors import WeightsError
 
 __all__ = ["LOADERS", "SEED_WEIGHTS", "FETCHED", "WeightsError", "available", "load",
            "load_seed_file", "random_seed_model", "ASSETS", "SEED_TOKENIZER"]

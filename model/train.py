@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .base import pad_batch
-from .registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
-from .seed import TASKS, Seed, SeedConfig
-from .tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer, decode_chars,
-                        save)
+from model.arch.seed import TASKS, Seed, SeedConfig
+from model.files.tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer,
+                                   decode_chars, save)
+from model.registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
+from model.runtime.base import pad_batch
 
 MAX_CHARS = 40
 # cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)

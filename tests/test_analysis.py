@@ -23,9 +23,9 @@ from explorer import export as ex
 from explorer.export.renderer import FORMULA_START
 from explorer.views import analysis as an
 from explorer.views import data, stages
-from model.family import Family
-from model.generic import Transformer
-from model.tokenizer import char_tokenizer
+from model.arch.family import Family
+from model.arch.generic import Transformer
+from model.files.tokenizer import char_tokenizer
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -15,7 +15,7 @@ import model
 from explorer import i18n, state
 from explorer.views import stages
 from model import fetch
-from model.positional import sinusoidal
+from model.arch.positional import sinusoidal
 from explorer.inputs import MAX_SENTENCES, VIEWS
 
 

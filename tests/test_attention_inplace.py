@@ -1,10 +1,10 @@
-"""The attention's in-place path (model/parts.py) gives the tensors of the plain computation.
+"""The attention's in-place path (model/arch/parts.py) gives the tensors of the plain computation.
 
 The score tensor is reused in place where no hook holds it (the mask fill, the softmax) and an
 all-allowed mask is skipped; these tests compare every output and every captured hook tensor with
 the step-by-step computation written out here, for every combination of hooks that decides which
 path runs, with and without autograd, and with edits active. ``import model`` applies the malloc
-settings (model/malloc.py); ``python -m bench peers --help`` works without its virtual environment.
+settings (model/runtime/malloc.py); ``python -m bench peers --help`` works without its virtual environment.
 """
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import pytest
 import torch
 
 import model
-from model.family import Family
-from model.hooks import capture, hooks
-from model.parts import Attention, Mask, causal_mask
+from model.arch.family import Family
+from model.arch.parts import Attention, Mask, causal_mask
+from model.runtime.hooks import capture, hooks
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def attention(d: int, n_heads: int):
-    """One attention of the parts (model/parts.py), as the seed's: Q/K/V and W_O with biases, 1/√d_head."""
+    """One attention of the parts (model/arch/parts.py), as the seed's: Q/K/V and W_O with biases, 1/√d_head."""
     f = Family(model_type="seed", kind="encoder", vocab_size=1, d_model=d, n_layers=1, n_heads=n_heads,
                n_kv_heads=n_heads, d_head=d // n_heads, d_ff=1, max_len=64, qkv_bias=True, out_bias=True)
     return Attention(f, f.scale)
@@ -172,7 +172,7 @@ def test_patterns_only_and_every_hook_agree_under_edits(seed, edits):
 
 
 def test_import_model_applies_the_malloc_settings():
-    code = ("import model, json; from model import malloc; print(json.dumps(malloc.tune()))")
+    code = ("import model, json; from model.runtime import malloc; print(json.dumps(malloc.tune()))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "ATTENTION_EXPLORER_MALLOC"}
     got = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     applied = __import__("json").loads(got.stdout)

@@ -22,8 +22,8 @@ from test_pretrained_tiny import BERT_CFG, bert_state, bert_tokenizer, reference
 
 import model
 from model import fetch
-from model.parts import KVCache
-from model.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, decode_chars
+from model.arch.parts import KVCache
+from model.files.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII, decode_chars
 from model.train import sample_input
 
 # absolute for weights (≤ 1); for other tensors, relative to the tensor's largest entry. float32
@@ -385,7 +385,7 @@ def test_llama_stays_within_its_positions(tiny_llama):
 # --- the checks can fail ----------------------------------------------------------------------------
 def test_a_wrong_seed_offset_is_caught(seed, monkeypatch):
     """Forgetting the position offset of a one-token step (position 0 at every step)."""
-    from model.parts import Stack
+    from model.arch.parts import Stack
 
     right = Stack.embed_tokens
 
@@ -402,7 +402,7 @@ def test_a_wrong_seed_offset_is_caught(seed, monkeypatch):
 
 def test_a_wrong_rotary_offset_is_caught(llama, monkeypatch):
     """Rotating a step's new query/key by the position one too far."""
-    from model.parts import Rotary
+    from model.arch.parts import Rotary
 
     right = Rotary.__init__
 

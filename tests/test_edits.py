@@ -1,4 +1,4 @@
-"""What-if edits (model/edits.py): the string form, and what each edit does to the tensors.
+"""What-if edits (model/runtime/edits.py): the string form, and what each edit does to the tensors.
 
 Every edit is checked on the tensors of an edited run against the intact run, on the shipped
 seed model, a small random seed model, and the tiny BERT and Llama checkpoints that
@@ -14,11 +14,11 @@ import pytest
 import torch
 
 import model
-from model import edits as E
 from model import fetch
-from model.edits import Ablate, EditError, Edits, NoCausal, NoPadding, NoPosition, Scale, Temperature, parse
-from model.hooks import hooks
-from model.tokenizer import decode_chars
+from model.files.tokenizer import decode_chars
+from model.runtime import edits as E
+from model.runtime.edits import Ablate, EditError, Edits, NoCausal, NoPadding, NoPosition, Scale, Temperature, parse
+from model.runtime.hooks import hooks
 from test_pretrained_tiny import BERT_CFG, bert_state, bert_tokenizer, write_llama_gguf
 
 PHRASE = "attention is all you need"
@@ -326,7 +326,7 @@ def test_no_position_makes_the_encoder_permutation_equivariant(seed, small, bert
 
 
 def test_no_position_undoes_rotary(llama, monkeypatch):
-    from model.parts import Rotary
+    from model.arch.parts import Rotary
 
     texts = ["the cat sat on the mat.", "a dog"]
     out, cache = llama.run_with_cache(texts, edits="no_position")

@@ -24,10 +24,10 @@ import pytest
 import torch
 
 import model
-from model.errors import WeightsError
-from model.family import FAMILIES
-from model.parts import Norm
-from model.positional import sinusoidal as interleaved
+from model.arch.family import FAMILIES
+from model.arch.parts import Norm
+from model.arch.positional import sinusoidal as interleaved
+from model.runtime.errors import WeightsError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 FAMILY_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").is_file()) \
@@ -357,7 +357,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
     ("rope_parameters", {"rope_type": "yarn", "factor": 4.0}, "rotary scaling 'yarn' is not supported"),
 ])
 def test_sizes_checked_before_anything_is_read(tmp_path, monkeypatch, field, value, message):
-    import model.hf as hf
+    import model.files.hf as hf
 
     folder = copy_folder("llama", tmp_path)
     cfg = json.loads((folder / "config.json").read_text())
@@ -390,7 +390,7 @@ def test_half_precision_folders_load_as_float32(tmp_path, name, dtype):
     transposed and c_attn split; Marian's one embedding for both stacks), and runs."""
     from safetensors.torch import load_file, save_file
 
-    from model.hf import _to_ours, rename
+    from model.files.hf import _to_ours, rename
 
     folder = copy_folder(name, tmp_path)
     theirs = {k: v.to(dtype).clone() for k, v in load_file(str(folder / "model.safetensors")).items()}
@@ -416,7 +416,7 @@ def test_integer_weights_are_refused_with_a_message(tmp_path, monkeypatch):
     refused, by its dtype in the header, before any tensor is read."""
     from safetensors.torch import load_file, save_file
 
-    import model.hf as hf
+    import model.files.hf as hf
 
     folder = copy_folder("llama", tmp_path)
     state = load_file(str(folder / "model.safetensors"))
@@ -453,8 +453,8 @@ def test_the_info_describes_each_family():
 def test_partial_and_interleaved_rotary():
     """Partial rotary rotates the first dims only; interleaved pairs are half-split pairs reordered
     (llama.cpp's permutation of W_Q/W_K rows)."""
-    from model.family import Rope
-    from model.parts import Rotary
+    from model.arch.family import Rope
+    from model.arch.parts import Rotary
 
     x = torch.randn(2, 3, 5, 8)  # (B, nh, T, hs)
     pos = torch.arange(5)
@@ -485,14 +485,14 @@ def test_a_left_padded_batch_generates_what_each_prompt_generates_alone(name):
 
 @pytest.mark.parametrize("which", ["shipped", "random, n = 100"])
 def test_the_seed_is_one_more_description(which, tmp_path):
-    """model/seed.py's Seed is the parts built from model.family.seed_family: one embedding matrix
+    """model/arch/seed.py's Seed is the parts built from model.arch.family.seed_family: one embedding matrix
     for both stacks and the output, and a weight file whose names are the shipped files' (a saved
     model reads back the same tensors and the same outputs). That its numbers are those of the seed's
     earlier, hand-written classes: tests/test_pinned.py."""
     from safetensors import safe_open
 
-    from model.family import seed_family
-    from model.generic import Transformer
+    from model.arch.family import seed_family
+    from model.arch.generic import Transformer
     from model.registry import SEED_WEIGHTS
 
     seed = model.load("seed") if which == "shipped" else model.load("seed", random=True, pe_base=100.0, d_model=32, n_heads=2)
@@ -759,13 +759,13 @@ def test_a_configuration_its_tensors_contradict_is_refused(tmp_path, name, field
 
 
 def test_weights_laid_out_for_the_products_with_the_same_numbers(family, runs):
-    """model.generic.Transformer.lay_out_weights: every self-attention's W_Q, W_K, W_V are views of
+    """model.arch.generic.Transformer.lay_out_weights: every self-attention's W_Q, W_K, W_V are views of
     one fused matrix, and every projection to fewer features is stored input-major; names and
     shapes as before. A copy of the model with plain, separately stored weights gives the same
     patterns and logits within two float32 runs' rounding (tests/float32.py)."""
     name, m, meta, _ = family
     fused = [mod for mod in m.modules() if getattr(mod, "qkv_weight", None) is not None]
-    if not m.family.conv1d:  # a folder's weights are the file's mapped pages, used as they lie (model/hf.py)
+    if not m.family.conv1d:  # a folder's weights are the file's mapped pages, used as they lie (model/files/hf.py)
         assert not fused
         m = model.load(FIXTURES / name)
         m.lay_out_weights()  # as a GGUF's or the float cache's weights are

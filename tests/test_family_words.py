@@ -373,7 +373,7 @@ def test_the_real_gemma3_in_korean_and_english():
 
 # --- the logit lens's readout, from each model's description (issue "One path", item 4) ------------
 def readout_facts(info) -> dict:
-    """What the lens's words and formula must say of this model's way out (from model/family.py's reading)."""
+    """What the lens's words and formula must say of this model's way out (from model/arch/family.py's reading)."""
     norm = str(info.norm).split("-", 1)[-1]
     return {"norm": norm if info.final_norm else None, "tied": info.tied_output, "scale": info.logit_scale,
             "softcap": info.final_softcap, "bias": info.output_bias}
@@ -453,14 +453,14 @@ def test_an_encoder_decoders_generator_and_decoder_input_name_its_own_start_and_
 
 def test_the_rotary_figures_draw_the_frequencies_the_model_uses(tmp_path):
     """A Llama whose rope is scaled (linear, factor 4): the frequency figure's θ and the distance curve are
-    the model's own (model/parts.py rope_frequencies, what its attention rotates by), not base^(−2i/d) alone,
+    the model's own (model/arch/parts.py rope_frequencies, what its attention rotates by), not base^(−2i/d) alone,
     and the note says which scaling; an unscaled model draws base^(−2i/d)."""
     import json
     import shutil
 
-    from model.family import Rope
-    from model.parts import rope_frequencies
-    from model.positional import rotary_frequencies
+    from model.arch.family import Rope
+    from model.arch.parts import rope_frequencies
+    from model.arch.positional import rotary_frequencies
 
     folder = tmp_path / "scaled"
     shutil.copytree(FIXTURES / "llama", folder)

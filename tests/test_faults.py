@@ -35,7 +35,9 @@ import pytest
 import torch
 
 import model
-from model import fetch, float_cache, gguf_family, memory
+from model import fetch
+from model.files import float_cache, gguf_family
+from model.runtime import memory
 from test_pretrained_tiny import BERT_CFG, MERGES, SPECIALS, bert_state, bert_tokenizer, byte_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -485,7 +487,7 @@ CONCURRENT = """
     import os, sys, time
     from pathlib import Path
     import model
-    from model import gguf_family
+    from model.files import gguf_family
     gguf_family.CACHE_FROM_BYTES = 0  # the tiny file through the float cache
     gguf, counter, go = sys.argv[1:4]
     real = gguf_family._read_gguf
@@ -518,14 +520,14 @@ def test_concurrent_first_loads_in_processes_convert_once(tmp_path, reference):
     assert float_cache.temporaries(float_cache.converted_path(path)) == []
 
 
-# The child's write is held (model/float_cache.py, ATTENTION_EXPLORER_TEST_HOLD_WRITE): it creates a
+# The child's write is held (model/files/float_cache.py, ATTENTION_EXPLORER_TEST_HOLD_WRITE): it creates a
 # marker once its temporary file is open, then waits until the process is asked to stop. A signal sent
 # after the marker appears arrives during the write, however late the parent gets to send it (before,
 # a write slowed to ~6 s raced the parent: under load the signal came after it and "loaded" was printed).
 WRITER = """
     import signal, sys, threading, time
     import model
-    from model import gguf_family
+    from model.files import gguf_family
     gguf_family.CACHE_FROM_BYTES = 0  # the tiny file through the float cache
     gguf, mode = sys.argv[1:3]
     if mode == "streamlit":  # Streamlit's way: SIGTERM stops the server, the main thread exits

@@ -77,7 +77,7 @@ def test_a_korean_sentence_is_a_few_meaningful_pieces_shown_as_text(m):
 
 
 def test_byte_pieces_are_joined_into_the_characters_they_spell(m):
-    from model.generic import display_tokens
+    from model.arch.generic import display_tokens
 
     pieces = ["▁a", "<0xF0>", "<0x9F>", "<0x98>", "<0x80>", "<0xEB>", "<0x0A>"]
     assert display_tokens(pieces, "metaspace") == [" a", "😀", "", "", "", "\ufffd", "\n"]
@@ -189,7 +189,7 @@ def test_the_pins_are_the_published_ones():
 def test_a_large_gguf_is_converted_once_then_read_from_its_float_cache(tmp_path, monkeypatch):
     from test_families import FIXTURES as FAMILY_FIXTURES, write_gemma3_gguf
 
-    from model import float_cache, gguf_family
+    from model.files import float_cache, gguf_family
 
     if not (FAMILY_FIXTURES / "gemma3_text" / "model.safetensors").is_file():
         pytest.skip("no gemma3 family fixture")

@@ -147,14 +147,15 @@ def test_graph_reads_relative_local_and_from_imports(tmp_path):
 # --- the project -------------------------------------------------------------------------------------
 def test_the_graph_sees_the_project():
     graph = import_graph()
-    assert {"model", "model.registry", "model.errors", "explorer.app", "bench.models"} <= set(graph)
-    assert "model.errors" in graph["model.family"] and "model.errors" in graph["model.hf"]
-    assert graph["model.errors"] == set()  # a leaf
+    assert {"model", "model.registry", "model.runtime.errors", "explorer.app", "bench.models"} <= set(graph)
+    assert "model.runtime.errors" in graph["model.arch.family"] and "model.runtime.errors" in graph["model.files.hf"]
+    assert graph["model.runtime.errors"] == set()  # a leaf
 
 
 def test_weights_error_is_one_class_everywhere():
     import model
-    from model import errors, registry
+    from model import registry
+    from model.runtime import errors
 
     assert model.WeightsError is registry.WeightsError is errors.WeightsError
 

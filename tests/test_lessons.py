@@ -109,7 +109,7 @@ def expected(n: int, texts, models) -> tuple[str, object]:
         group = [x for x in range(k.shape[0]) if torch.equal(k[x], k[h])]  # heads reading the same keys
         return "label", f"K/V {group[0] // len(group)}"
     if n == 12:  # patching by hand: one position of the clean stream copied into the corrupted run alone
-        from model.hooks import hooks
+        from model.runtime.hooks import hooks
 
         m = models("smollm2")
         names = [f"decoder.blocks.{i}.hook_resid_post" for i in range(m.info.n_layers)]

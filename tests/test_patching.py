@@ -1,4 +1,4 @@
-"""Activation patching (issue 26, item 6): model/patching.py against hand-made hooks, its real checks,
+"""Activation patching (issue 26, item 6): model/analysis/patching.py against hand-made hooks, its real checks,
 cancellation and the bound; the stage "patching" (its table, its messages), the app (a second sentence
 of another token count gets a clear message; the experiment runs from its button; the hosted bound),
 and its Korean export.
@@ -24,8 +24,9 @@ import model
 from explorer import export as ex
 from explorer import state
 from explorer.views import stages
-from model import fetch, patching
-from model.hooks import hooks
+from model import fetch
+from model.analysis import patching
+from model.runtime.hooks import hooks
 
 SEED_PAIR = ("hello world", "hello worle")  # the seed writes the reverse: the first character differs
 SMOL_PAIR = ("The capital of France is the city of", "The capital of Italy is the city of")

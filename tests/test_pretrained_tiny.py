@@ -131,7 +131,7 @@ MERGES = ["Ġ c", "Ġc a", "Ġca t", "t h", "th e", "1 2", "Ġ d"]
 
 
 def byte_vocab() -> list[str]:
-    from model.gguf_tokenizer import bytes_to_unicode
+    from model.files.gguf_tokenizer import bytes_to_unicode
 
     merged = [m.replace(" ", "") for m in MERGES]
     return SPECIALS + [bytes_to_unicode()[b] for b in range(256)] + merged
@@ -446,7 +446,7 @@ def test_gguf_tokenizer_pre_tokenizers_and_specials(tmp_path):
 
 
 def test_gguf_float_cache_is_reused_and_invalidated(gguf_file, monkeypatch):
-    from model import float_cache, gguf_family
+    from model.files import float_cache, gguf_family
 
     path, _ = gguf_file
     monkeypatch.setattr(gguf_family, "CACHE_FROM_BYTES", 0)  # the tiny file as if it were large

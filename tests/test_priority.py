@@ -1,4 +1,4 @@
-"""Work that may wait runs at a lower CPU priority (model/limits.py: lower_this_thread): the logit lens and
+"""Work that may wait runs at a lower CPU priority (model/runtime/limits.py: lower_this_thread): the logit lens and
 patching on the analysis threads of explorer/state.py, the export browser under `nice`. A learner's
 forward pass on the same core then goes first (bench/noisy.py measures the class beside such work)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from explorer import state
-from model import limits
+from model.runtime import limits
 
 
 def test_a_lowered_thread_is_lowered_alone():

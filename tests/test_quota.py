@@ -1,6 +1,6 @@
 """Quotas on expensive work per page (issue 38, item 5) and what a failure shows (item 7).
 
-- run slots from the container's CPU quota (model/limits.py: cgroup_cpus, run_slots) on fake cgroup trees;
+- run slots from the container's CPU quota (model/runtime/limits.py: cgroup_cpus, run_slots) on fake cgroup trees;
 - the token bucket and the one-in-flight mark per page (explorer/quota.py), on a clock the test moves;
 - exports: one in flight per page, the file kept per figure (explorer/export_ui.py, explorer/export/cache.py),
   a refusal's words under the button (explorer/failures.py: install);
@@ -23,7 +23,7 @@ import pytest
 from helpers import app
 
 from explorer import failures, i18n, quota
-from model import limits
+from model.runtime import limits
 
 # --- run slots from the cgroup CPU quota ------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import model
 from explorer import inputs
 from explorer.views import stages
 from explorer.views.trace import trace_data
-from model.base import Recorder, nucleus_cut
+from model.runtime.base import Recorder, nucleus_cut
 
 IDS = [10, 20, 30, 40]
 PROBS = [0.5, 0.25, 0.15, 0.1]  # the distribution drawn from (the rest ~0)

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 import model
-from model.parts import causal_mask
-from model.hooks import hooks
-from model.positional import sinusoidal
+from model.arch.parts import causal_mask
+from model.arch.positional import sinusoidal
+from model.runtime.hooks import hooks
 
 SENTENCES = ["hello world", "안녕하세요, 어텐션!", "a"]
 
@@ -327,9 +327,9 @@ def test_bad_inputs_are_refused_clearly(m):
 
 @pytest.mark.parametrize("cfg", [dict(), dict(d_model=32, n_heads=2, n_layers=1, n_decoder_layers=3, d_ff=48, max_len=40)])
 def test_n_floats_is_what_the_model_allocates(cfg):
-    """The loader's size check before building a seed model (model/seed_weights.py) counts exactly
+    """The loader's size check before building a seed model (model/files/seed_weights.py) counts exactly
     the parameters and the sinusoidal table."""
-    from model.seed import Seed, SeedConfig
+    from model.arch.seed import Seed, SeedConfig
 
     c = SeedConfig.from_dict(cfg)
     m = Seed(c)

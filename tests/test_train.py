@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from model import train as T
-from model.seed import Seed, SeedConfig
-from model.tokenizer import PRINTABLE_ASCII, char_tokenizer
+from model.arch.seed import Seed, SeedConfig
+from model.files.tokenizer import PRINTABLE_ASCII, char_tokenizer
 
 
 @pytest.fixture(scope="module")

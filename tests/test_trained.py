@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import model
-from model.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII
+from model.files.tokenizer import HANGUL_SYLLABLES, PRINTABLE_ASCII
 from model.train import exact_match
 
 FLOOR = 0.99

@@ -16,7 +16,7 @@ import pytest
 import model
 from explorer.views import stages
 from explorer.views import tutorial002 as tut
-from model.positional import sinusoidal
+from model.arch.positional import sinusoidal
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = sorted((ROOT.parent / "shared" / "seeds").glob("002_*.txt")) or sorted(

@@ -182,7 +182,7 @@ def test_rotary_stages(tiny_llama):
     info = tiny_llama.info
     fig, df = stages.stage_figure("rope_freqs", run, info, sel(tiny_llama))
     d = info.d_head
-    assert np.allclose(fig.data[0].y, model.positional.rotary_frequencies(d, info.positional_base).numpy())
+    assert np.allclose(fig.data[0].y, model.arch.positional.rotary_frequencies(d, info.positional_base).numpy())
     assert f"base {info.positional_base:g}" in fig.layout.title.text
     fig, df = stages.stage_figure("rope_distance", run, info, sel(tiny_llama))
     s = np.asarray(fig.data[0].y, dtype=float)

@@ -1,5 +1,5 @@
 """What-if edits on models with a sliding window, QK-norm, T5's relative bias and Gemma's scale
-(model/edits.py), on the tiny family fixtures (tests/fixtures/families).
+(model/runtime/edits.py), on the tiny family fixtures (tests/fixtures/families).
 
 ``window=N`` changes exactly the cells of the sliding-window layers that the new window hides or
 shows, and the edited pattern is the softmax of the edited scores under a mask rebuilt by hand;
@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import model
-from model import edits as E
-from model.edits import EditError, parse
+from model.runtime import edits as E
+from model.runtime.edits import EditError, parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "families"
 TEXTS = ["the cat sat on the mat and looked at the dog", "a dog"]

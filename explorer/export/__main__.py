@@ -184,7 +184,7 @@ def _attach_patches(m, a, parser, cache, runs, block):
     sentences the patching refuses (e.g. not as many tokens), the figure says so."""
     if "other" not in runs:
         return cache, runs
-    from model import patching as mp
+    from model.analysis import patching as mp
 
     try:
         patched = mp.patch_positions(m, a.text[a.sentence], runs["other"].texts[0],
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.stages.strip().lower() == "all":  # every stage this model has (as the app's ZIP)
         stages = [s for s in stages if views.applies(s, info)
                   and (not views.REGISTRY[s].on_demand or s in PRESETS.get(a.preset, {}).get("stages", ()))]
-    try:  # the model's token limit and memory gate, before anything runs (model/limits.py)
+    try:  # the model's token limit and memory gate, before anything runs (model/runtime/limits.py)
         prep = m.prepare_texts(a.text)
         m.check_memory(len(prep.texts), prep.longest, m.hook_names)
     except (model.InputTooLong, model.RunTooLarge) as e:

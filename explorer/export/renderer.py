@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from model import limits
+from model.runtime import limits
 from explorer.views.theme import DEFAULT_THEME, get_theme
 
 from .frames import current_figure
@@ -106,7 +106,7 @@ def _chromium_class():
 
         def get_cli(self):
             # the browser renders at a lower CPU priority (nice 10; `nice` execs it in place): on a shared
-            # replica, the other learners' clicks go first while an export draws (model/limits.py)
+            # replica, the other learners' clicks go first while an export draws (model/runtime/limits.py)
             cli = list(super().get_cli())
             return [nice, "-n", str(limits.BACKGROUND_NICE), *cli] if nice else cli
 

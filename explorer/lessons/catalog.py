@@ -54,7 +54,7 @@ class PartRun:
     info: object
     edited: RunData | None = None
     other: RunData | None = None  # a patching part: the run of sentence 1 alone
-    patching: object | None = None  # a patching part: model.patching.PatchResult (None: no pair to patch)
+    patching: object | None = None  # a patching part: model.analysis.patching.PatchResult (None: no pair to patch)
 
 
 @dataclass
@@ -571,7 +571,7 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
     edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
     pr = PartRun(part, run, m.info, edited)
     if "patches" in uses(part) and len(texts) >= PATCHED_SENTENCES:
-        from model import patching
+        from model.analysis import patching
 
         pr.other = run_data(m, texts[1:2], with_weights=False)
         try:

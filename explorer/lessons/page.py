@@ -164,7 +164,7 @@ def patch_part(pr: PartRun, texts: list[str], m) -> None:
     """A patching part: sentence 1's run and the experiment, sentence 0 against it (cached:
     state.patching), with a progress bar; none when the two have different token counts (the figure and
     the question say so) or past a hosted server's bound (a message says so)."""
-    from model import patching as mp
+    from model.analysis import patching as mp
 
     pr.other = state.run(pr.part.model, texts[1:2], [len(m.tokenizer.encode(texts[1:2])[0].ids)], m.info)
     bar = st.empty()

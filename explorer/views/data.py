@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from model.base import BLOCKS_OF_KIND
+from model.runtime.base import BLOCKS_OF_KIND
 
 BLOCKS = BLOCKS_OF_KIND["encoder-decoder"]  # every block there is, in pipeline order
 PAD = "<pad>"
@@ -237,7 +237,7 @@ def axis_tokens(run: RunData, block: str, sentence: int, layer: int = 0) -> tupl
 
 def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     """The K/V head a query head reads under grouped-query attention: h // (n_heads // n_kv_heads)
-    (model/parts.py repeats each K/V head for that many consecutive query heads)."""
+    (model/arch/parts.py repeats each K/V head for that many consecutive query heads)."""
     return int(head) // max(1, int(n_heads) // max(1, int(n_kv_heads)))
 
 

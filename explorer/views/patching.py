@@ -2,7 +2,7 @@
 
     fig, df = patching_figure(result, title="...", words={...}, labels=i18n.fig_labels("ko"))
 
-``result`` is a ``model.patching.PatchResult`` (computed outside: by the app, cached, with a progress
+``result`` is a ``model.analysis.patching.PatchResult`` (computed outside: by the app, cached, with a progress
 bar; by the exporter): rows are layers, columns the positions (their tokens on the axis, the clean
 sentence's, the corrupted one's in the hover) or the heads. Each cell: log p of the clean run's
 answer at the scored position when that one cell of the corrupted run is taken from the clean run.

@@ -1,7 +1,7 @@
 """Positional encoding views: the sinusoidal table for this sentence, its dimensions as waves,
 position-to-position similarity, embedding + encoding, and the base comparison n=10000 vs n=100.
 
-The table itself always comes from ``model.positional.sinusoidal`` (the model's own function).
+The table itself always comes from ``model.arch.positional.sinusoidal`` (the model's own function).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 import plotly.graph_objects as go
 
-from model.positional import rotary_score_by_distance, sinusoidal
+from model.arch.positional import rotary_score_by_distance, sinusoidal
 
 from . import style
 from .matrix import Grid, heatmap, matrix_df, token_axes

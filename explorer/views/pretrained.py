@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from model.positional import rotary_frequencies
+from model.arch.positional import rotary_frequencies
 
 from . import style
 from .data import kv_groups, kv_head_of
@@ -46,7 +46,7 @@ def rotary_frequencies_figure(d_head: int, base: float, *, title: str = "rotary 
                               labels: dict | None = None, theta=None) -> tuple[go.Figure, pd.DataFrame]:
     """θ_i = base^(−2i/d_head) for each rotated pair (dims i and i + d_head/2), on a log scale:
     the first pairs turn by about a radian per position, the last ones barely move. ``theta``: the
-    model's own frequencies when its rope is scaled (model/parts.py rope_frequencies)."""
+    model's own frequencies when its rope is scaled (model/arch/parts.py rope_frequencies)."""
     L = _lab(labels)
     theta = rotary_frequencies(int(d_head), float(base)).numpy() if theta is None else np.asarray(theta, dtype=np.float64)
     i = np.arange(len(theta))

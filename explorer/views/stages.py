@@ -42,7 +42,7 @@ import plotly.graph_objects as go
 
 from explorer import i18n
 from explorer.inputs import clip
-from model.base import ModelInfo
+from model.runtime.base import ModelInfo
 
 from . import attention as av
 from . import decoding as dv
@@ -433,9 +433,9 @@ def _rope_scaling(c: "_Ctx") -> tuple:
 
 def _rope_theta(c: "_Ctx") -> np.ndarray:
     """The selected layer's rotary frequencies as the model computes them: base, rotated dimensions
-    and the rope's scaling (model/parts.py rope_frequencies)."""
-    from model.family import Rope
-    from model.parts import rope_frequencies
+    and the rope's scaling (model/arch/parts.py rope_frequencies)."""
+    from model.arch.family import Rope
+    from model.arch.parts import rope_frequencies
 
     sc = _rope_scaling(c)
     rope = Rope(base=_layer_base(c)) if not sc else Rope(
@@ -2077,9 +2077,9 @@ def _head_roles(c: _Ctx, title: str, opts: dict):
 
 # === beyond one head: activation patching (issue 26) ===============================================
 
-# Patching runs the model again, many times (model/patching.py): the builder never does. The app (cached,
+# Patching runs the model again, many times (model/analysis/patching.py): the builder never does. The app (cached,
 # with a progress bar: explorer/state.py) and the exporter compute the result and hand it over as the
-# option ``patching`` (a model.patching.PatchResult of the sentence on screen, clean, against the
+# option ``patching`` (a model.analysis.patching.PatchResult of the sentence on screen, clean, against the
 # second sentence of the comparison, corrupted: the option ``other``). Without it the figure says what
 # is missing: the second sentence, the same token count, or the result.
 

@@ -10,7 +10,7 @@ the printed sums for n = 1000 (its cell In [17]) and n = 10000 (In [36]) — the
 number the tutorial prints is reproduced to its printed precision (``tests/test_tutorial002.py``).
 
 The encoding is computed the tutorial's vectorised way, through div_term = exp(2i · (−ln n / d_model)),
-in float64; it equals the model's own ``model.positional.sinusoidal`` (float32) to 1e-6.
+in float64; it equals the model's own ``model.arch.positional.sinusoidal`` (float32) to 1e-6.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """glibc malloc settings for any process that imports ``model``: freed memory is kept for reuse.
 
     import model         # applies them (model/__init__.py calls tune() once, at import)
-    from model import malloc
+    from model.runtime import malloc
     malloc.tune()        # idempotent: returns what was applied; explorer/state.py calls it too
 
 A run keeps every hook tensor (SmolLM2 on two 64-token sentences: ~90 MB) until the cache drops

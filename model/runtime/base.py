@@ -10,11 +10,11 @@ from typing import ContextManager
 import torch
 from torch import nn
 
-from . import limits
-from .edits import Edits, as_edits, hook_fns
-from .hooks import Cache, active, capture, compose, hooks, name_hook_points
-from .limits import Prepared
-from .tokenizer import TextTokenizer
+from model.files.tokenizer import TextTokenizer
+from model.runtime import limits
+from model.runtime.edits import Edits, as_edits, hook_fns
+from model.runtime.hooks import Cache, active, capture, compose, hooks, name_hook_points
+from model.runtime.limits import Prepared
 
 
 # the attention blocks of each kind of model, in pipeline order ("{stack}.{attn}")
@@ -51,7 +51,7 @@ class ModelInfo:
     out_bias: bool = True  # W_O has a bias b_O
     ffn_bias: bool = True  # the feed-forward's projections have biases
     tied_output: bool = False  # the output projection is the token embedding matrix (transposed)
-    # families read from a checkpoint folder (model/family.py); the defaults describe the others
+    # families read from a checkpoint folder (model/arch/family.py); the defaults describe the others
     family: str = ""  # config.json's model_type ("gpt2", "llama", "t5", ...); "" for the built-in classes
     attn_scale: float = 0.0  # scores = q·kᵀ · attn_scale; 0: 1/√d_head (T5: 1, Gemma: query_pre_attn_scalar^-½)
     qk_norm: bool = False  # q and k of each head are normed before rotary (hook_q_normed, hook_k_normed)
@@ -70,7 +70,7 @@ class ModelInfo:
     logit_scale: float = 1.0  # the last stream × this before the output projection (T5 with tied output: d^-½)
     output_bias: bool = False  # the output projection adds a bias (Marian's final_logits_bias, MLM heads)
 
-    max_tokens: int = 0  # the most tokens one sentence may have in a run (model/limits.py);
+    max_tokens: int = 0  # the most tokens one sentence may have in a run (model/runtime/limits.py);
     #                      0 here: 512, or max_len if smaller
 
     def __post_init__(self) -> None:
@@ -237,7 +237,7 @@ class HookedModel(nn.Module):
 
     _check_texts = staticmethod(limits.check_texts)
 
-    # --- what may enter a run (model/limits.py) ---------------------------------------------
+    # --- what may enter a run (model/runtime/limits.py) -------------------------------------
     def set_max_tokens(self, n: int | None = None) -> None:
         """``info.max_tokens`` = n, else $ATTENTION_EXPLORER_MAX_TOKENS, else unchanged."""
         n = limits.token_limit(self.info, n)

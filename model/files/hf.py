@@ -1,6 +1,6 @@
-"""Reading a Hugging Face checkpoint folder into the generic model (model/generic.py).
+"""Reading a Hugging Face checkpoint folder into the generic model (model/arch/generic.py).
 
-    config.json                      -> a Family (model/family.py); unknown model_type refused
+    config.json                      -> a Family (model/arch/family.py); unknown model_type refused
     model.safetensors                -> tensors, renamed onto the parts (never a pickle)
       or model-0000x-of-0000y.safetensors + model.safetensors.index.json
     tokenizer.json                   -> the `tokenizers` library; its post-processor adds the specials
@@ -21,12 +21,12 @@ from pathlib import Path
 
 import torch
 
-from . import memory
-from .checks import check_layers
-from .errors import WeightsError
-from .family import Family, family_of, supported
-from .generic import Transformer
-from .tokenizer import TextTokenizer
+from model.arch.family import Family, family_of, supported
+from model.arch.generic import Transformer
+from model.files.checks import check_layers
+from model.files.tokenizer import TextTokenizer
+from model.runtime import memory
+from model.runtime.errors import WeightsError
 
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
 
@@ -368,7 +368,7 @@ def _expected(m: Transformer, tied: bool) -> dict[str, tuple[int, ...]]:
 
 
 def load_folder(folder: str | Path, name: str | None = None, description: str = "") -> Transformer:
-    """Load a Hugging Face checkpoint folder of a supported family (model/family.py: FAMILIES)."""
+    """Load a Hugging Face checkpoint folder of a supported family (model/arch/family.py: FAMILIES)."""
     folder = Path(folder)
     missing = [x for x in ("config.json", "tokenizer.json") if not (folder / x).is_file()]
     if not (folder / WEIGHTS).is_file() and not (folder / INDEX).is_file():
@@ -463,7 +463,7 @@ def _state(m: Transformer, ours: dict[str, list[str]], files: dict[str, Path], t
 
 def _fill_buffers(m: Transformer) -> None:
     """Non-persistent buffers (sinusoidal tables) were made on the meta device: make them for real."""
-    from .parts import sinusoidal_table
+    from model.arch.parts import sinusoidal_table
 
     for stack in (getattr(m, "encoder", None), getattr(m, "decoder", None)):
         if stack is not None and hasattr(stack, "pe"):

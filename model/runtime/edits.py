@@ -47,8 +47,8 @@ from typing import Union
 
 import torch
 
-from .hooks import HookFn
-from .parts import Rotary
+from model.arch.parts import Rotary
+from model.runtime.hooks import HookFn
 
 BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 MIN_VALUE, MAX_VALUE = 1e-3, 1e3  # bounds of scale and temperature
@@ -519,7 +519,7 @@ def hook_fns(model, edits) -> dict[str, HookFn]:
     if edits.of_kind(NoPosition):
         fns.update({n: lambda x, n: torch.zeros_like(x) for n in names
                     if n.endswith((".hook_pos_embed", ".hook_position_bias"))})
-        if info.positional == "rotary":  # every rotary model is built from a family (model/parts.py)
+        if info.positional == "rotary":  # every rotary model is built from a family (model/arch/parts.py)
             fns.update(_unrotate_family_fns(names, model.family))
     return fns
 
@@ -545,7 +545,7 @@ def _unrotate_hooks(names: list[str], rotate_back: Callable[[torch.Tensor, str, 
 
 
 def _unrotate_family_fns(names: list[str], family) -> dict[str, HookFn]:
-    """no_position on a model built from a family (model/parts.py): each layer with that layer's own
+    """no_position on a model built from a family (model/arch/parts.py): each layer with that layer's own
     rotary (Gemma's local base on its sliding-window layers, the rope's scaling, partial rotary: only
     the rotated dimensions, half-split or interleaved)."""
     dims = family.rope_dims or family.d_head

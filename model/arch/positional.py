@@ -31,7 +31,7 @@ def rotary_tables(
     positions: torch.Tensor, d_head: int, base: float = 10000.0, theta: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables [.., T, d_head] for the half-split ("rotate_half") layout; ``theta`` (d_head/2,):
-    the frequencies to use instead of base^(-2i/d_head) (a scaled rope's: model/parts.py rope_frequencies)."""
+    the frequencies to use instead of base^(-2i/d_head) (a scaled rope's: model/arch/parts.py rope_frequencies)."""
     freqs = rotary_frequencies(d_head, base) if theta is None else theta.to(torch.float64)
     angle = positions.to(torch.float64).unsqueeze(-1) * freqs
     angle = torch.cat([angle, angle], dim=-1)  # (.., T, d_head)

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import WeightsError
+from model.runtime.errors import WeightsError
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def converted_path(gguf_path: Path) -> Path:
     Next to the GGUF when it sits in the cache folder (the fetched SmolLM2); otherwise in
     ``<cache>/converted/``, so that a user's model folder is never written to.
     """
-    from .fetch import cache_dir  # not at the top: see model/pretrained.py
+    from model.fetch import cache_dir  # not at the top: see model/pretrained.py
 
     gguf_path = gguf_path.resolve()
     root = cache_dir().resolve()
@@ -151,7 +151,7 @@ def conversion_lock(source: Path) -> Iterator[bool]:
 def load_or_convert(source: Path, conv: Path, load, convert):
     """The model from ``conv``, the float cache of ``source`` (``load()``: the model, or None when the
     cache is missing or does not match), else from ``convert()``, run once across processes: whoever
-    waited on the lock while another converted reads what it wrote (model/gguf_family.py)."""
+    waited on the lock while another converted reads what it wrote (model/files/gguf_family.py)."""
     seen = identity(conv)
     m = load()
     if m is not None:

@@ -1,6 +1,6 @@
 """A family is data: what a checkpoint's config.json says about its architecture.
 
-One set of parts (model/parts.py) builds every model; a ``Family`` chooses among them:
+One set of parts (model/arch/parts.py) builds every model; a ``Family`` chooses among them:
 
     norm         "layer" (LayerNorm) | "rms" (RMSNorm) | "rms1p" (Gemma: x̂·(1 + w))
     placement    "post" (x = Norm(x + f(x)), 2017 and BERT) | "pre" (x = x + f(Norm(x)))
@@ -15,9 +15,9 @@ One set of parts (model/parts.py) builds every model; a ``Family`` chooses among
     softcaps     c·tanh(x / c) on the attention scores and/or the final logits (0: none)
 
 ``FAMILIES`` maps each supported ``model_type`` to the function that reads its config.json;
-every size and switch is checked (model/checks.py bounds), and so is each special token id the
+every size and switch is checked (model/files/checks.py bounds), and so is each special token id the
 kind of model uses (against vocab_size), before anything is allocated; ``Family.said`` keeps which
-config.json key and value gave each size, for the reader's messages (model/hf.py: shape_reasons).
+config.json key and value gave each size, for the reader's messages (model/files/hf.py: shape_reasons).
 """
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .checks import MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, need_divides, need_int
-from .errors import WeightsError
+from model.files.checks import (MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, MAX_WIDTH, need_divides,
+                                need_int)
+from model.runtime.errors import WeightsError
 
 ACTIVATIONS = {  # config.json's names -> ours
     "gelu": "gelu", "gelu_python": "gelu",
@@ -111,7 +112,7 @@ class Family:
     eos_ids: tuple[int, ...] = ()
     decoder_start_id: int | None = None  # encoder-decoder: the first decoder token
     # what config.json said for each size, for messages: (symbol, "key=value"), symbols vocab, d,
-    # heads, kv, head_dim, ff, positions, types, buckets (model/hf.py: shape_reasons)
+    # heads, kv, head_dim, ff, positions, types, buckets (model/files/hf.py: shape_reasons)
     said: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     # --- derived ------------------------------------------------------------------------------
@@ -571,7 +572,7 @@ def t5(c: Config) -> Family:
 
 
 def seed_family(cfg) -> Family:
-    """The encoder-decoder of the seed tutorials (model/seed.py's SeedConfig) as one more description:
+    """The encoder-decoder of the seed tutorials (model/arch/seed.py's SeedConfig) as one more description:
     post-LayerNorm, ReLU, the paper's interleaved sinusoids with its base n, embeddings × √d_model,
     one embedding matrix for both stacks and the output."""
     return Family(

@@ -11,12 +11,12 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
-from .base import HookedModel
-from .errors import WeightsError
-from .seed import Seed, SeedConfig
-from .tokenizer import char_tokenizer
+from model.arch.seed import Seed, SeedConfig
+from model.files.tokenizer import char_tokenizer
+from model.runtime.base import HookedModel
+from model.runtime.errors import WeightsError
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"  # model/files/ -> the project root
 SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
 MAX_TABLE_POSITIONS = 65_536  # the sinusoidal table a seed configuration may ask for (the shipped: 512)
 

@@ -1,4 +1,4 @@
-"""The parts every family is built from (model/family.py says which): norms, feed-forwards,
+"""The parts every family is built from (model/arch/family.py says which): norms, feed-forwards,
 positions, the attention written out step by step, three kinds of block, and a stack.
 
     Norm        LayerNorm | RMSNorm | Gemma's RMSNorm with (1 + w)
@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .family import Family, Rope
-from .hooks import HookPoint, active
-from .positional import sinusoidal
+from model.arch.family import Family, Rope
+from model.arch.positional import sinusoidal
+from model.runtime.hooks import HookPoint, active
 
 # --- masks and the key/value cache --------------------------------------------------------------
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -182,7 +182,7 @@ def _adjacent(parts: list[torch.Tensor]) -> torch.Tensor | None:
 
 def numpy_owned(shape: tuple[int, ...]) -> torch.Tensor:
     """An empty float32 tensor in memory numpy allocates: numpy asks the kernel for huge pages from
-    4 MB on (model/float_cache.py says why that matters to a large weight)."""
+    4 MB on (model/files/float_cache.py says why that matters to a large weight)."""
     return torch.from_numpy(np.empty(shape, dtype=np.float32))
 
 

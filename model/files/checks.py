@@ -16,7 +16,7 @@ import numbers
 import re
 from collections.abc import Mapping
 
-from .errors import WeightsError
+from model.runtime.errors import WeightsError
 
 # Bounds far above any model this app can show (the largest open models have ~130 layers,
 # 128 heads, d_model 16k-ish, 256k-token vocabularies, 1M-token contexts).

@@ -1,4 +1,4 @@
-"""One model for every family: the parts of model/parts.py put together as a Family says.
+"""One model for every family: the parts of model/arch/parts.py put together as a Family says.
 
     encoder          tokens → Stack (bidirectional) → [MLM head] → logits over the vocabulary
     decoder          tokens → Stack (causal, windows)  → final norm → logits of the next token
@@ -16,11 +16,11 @@ import re
 import torch
 from torch import nn
 
-from .base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
-from .family import Family
-from .hooks import Cache, active
-from .parts import ACT, Norm, Stack, numpy_owned
-from .tokenizer import Encoded, TextTokenizer
+from model.arch.family import Family
+from model.arch.parts import ACT, Norm, Stack, numpy_owned
+from model.files.tokenizer import Encoded, TextTokenizer
+from model.runtime.base import HookedModel, HookScope, ModelInfo, Output, Recorder, Trace, pad_batch
+from model.runtime.hooks import Cache, active
 
 
 BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's byte fallback: one byte of UTF-8
@@ -32,7 +32,7 @@ def display_token(token: str, style: str) -> str:
     "<0xEB>", -> "�", the character it starts being unknown without its neighbours: see
     ``display_tokens``); WordPiece pieces are shown as they are."""
     if style == "bytes":
-        from .gguf_tokenizer import display_token as from_bytes
+        from model.files.gguf_tokenizer import display_token as from_bytes
 
         return from_bytes(token)
     if style == "metaspace":
@@ -263,7 +263,7 @@ class Transformer(HookedModel):
                       decoder_token_ids=dec_ids)
         return Output(logits=logits, generated=[self._text(w) for w in written], truncated=truncated), cache
 
-    # --- the encoder–decoder interface (greedy decoding, teacher forcing: model/patching.py) ------------
+    # --- the encoder–decoder interface (greedy decoding, teacher forcing: model/analysis/patching.py) ---
     def source(self, texts: list[str]) -> tuple[list[Encoded], torch.Tensor, torch.Tensor, list[bool]]:
         """Encoder input: (encodings, src (B, S) right-padded, real (B, S), truncated), each cut to
         max_len keeping its final special token."""

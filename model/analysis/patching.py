@@ -1,7 +1,7 @@
 """Activation patching: where in the network does the clean sentence's answer live?
 
     import model
-    from model import patching
+    from model.analysis import patching
     m = model.load("smollm2")
     res = patching.patch_positions(m, "The capital of France is", "The capital of Italy is")
     res.logp            # (layers, positions): log p(answer) of the corrupted run, one cell patched
@@ -20,7 +20,7 @@ that one cell taken from the clean run, and the log-probability of the clean run
 The two sentences must have the same number of tokens (position i of one is position i of the
 other), else ``PatchingError`` says so. The patched forwards are batched: many copies of the
 corrupted sentence in one batch, each row patched at its own cell by a hook function on the hook
-points (model/hooks.py), never by changing the model. ``progress(done, total)`` is called after
+points (model/runtime/hooks.py), never by changing the model. ``progress(done, total)`` is called after
 each batch; ``cancel()`` is asked between batches (True: ``PatchingCancelled``); ``max_forwards``
 bounds the patched forwards (past it: ``PatchingTooLarge`` before anything runs).
 
@@ -28,7 +28,7 @@ Which position is scored:
 - a decoder (SmolLM2): the sentence's last token; the answer is what the clean run predicts next.
 - an encoder–decoder (the seed, T5, Marian): its decoder predicts. The decoder reads the clean run's
   own output under teacher forcing (its start token + what the clean run writes greedily; the
-  common interface of model/generic.py: ``greedy``, ``decoder_input``, ``teacher_forced``), cut right after the first place
+  common interface of model/arch/generic.py: ``greedy``, ``decoder_input``, ``teacher_forced``), cut right after the first place
   where the corrupted sentence would make it write another token: the scored position is the
   decoder's last position of that input, and the answer the clean run's token there. When the two
   sentences make it write the same text, the decoder input is the whole output and the answer is
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .hooks import capture, hooks
+from model.runtime.hooks import capture, hooks
 
 DEFAULT_BATCH = 32
 LOGITS_BYTES = 256 * 2**20  # a batch's logits at most (SmolLM2: 32 rows of up to 42 tokens)
@@ -122,7 +122,7 @@ class _Setup:
             self.src_tokens = (list(cache.tokens[0]), list(cache.tokens[1]))
         else:
             if not hasattr(m, "teacher_forced"):
-                raise PatchingError(f"{info.name} does not offer teacher forcing (model/generic.py's "
+                raise PatchingError(f"{info.name} does not offer teacher forcing (model/arch/generic.py's "
                                     f"encoder–decoder interface), which patching an encoder–decoder needs")
             encs, _src, _real, _ = m.source(list(prep.texts))
             self.stack = stack or "encoder"

@@ -1,8 +1,8 @@
-"""GGUF files read onto the family parts (model/generic.py): the llama (byte-level or
+"""GGUF files read onto the family parts (model/arch/generic.py): the llama (byte-level or
 SentencePiece vocabulary: SmolLM2, Llama 2 and 3, Mistral), qwen2, qwen3 and gemma3 architectures.
 This is the project's one GGUF reader.
 
-The metadata becomes the config.json a Hugging Face folder would hold, and model/family.py reads
+The metadata becomes the config.json a Hugging Face folder would hold, and model/arch/family.py reads
 it as it reads any folder's: one description of each family, whatever the file. Tensor names map
 onto the parts; every size is checked against the tensors the file holds (shapes from the header,
 on a model built on the meta device) before anything is dequantized; nothing is unpickled.
@@ -24,7 +24,7 @@ says where each of these facts comes from). qwen2's sliding window is not part o
 (llama.cpp does not use one).
 
 A file of CACHE_FROM_BYTES or more is converted once: the float32 tensors, the config and the
-tokenizer go to a float cache (model/float_cache.py), and later loads read only that (SmolLM2
+tokenizer go to a float cache (model/files/float_cache.py), and later loads read only that (SmolLM2
 135M: ~10 s to read and dequantize, about a second from the cache; Gemma 3 270M: ~75 s to read
 the metadata, rebuild the 262,144-piece tokenizer and dequantize, a few seconds from the cache).
 """
@@ -40,14 +40,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import float_cache, memory
-from .checks import MAX_VOCAB, check_layers
-from .errors import WeightsError
-from .family import family_of
-from .float_cache import check_stop, converted_path
-from .generic import Transformer
-from .hf import check_tensor_shapes
-from .tokenizer import TextTokenizer
+from model.arch.family import family_of
+from model.arch.generic import Transformer
+from model.files import float_cache
+from model.files.checks import MAX_VOCAB, check_layers
+from model.files.float_cache import check_stop, converted_path
+from model.files.hf import check_tensor_shapes
+from model.files.tokenizer import TextTokenizer
+from model.runtime import memory
+from model.runtime.errors import WeightsError
 
 CONVERTED_FORMAT = "attention-explorer-gguf-family"
 CONVERTED_VERSION = "1"  # bump when the conversion, the config or the tokenizer building changes
@@ -257,8 +258,8 @@ def _read_gguf(path: Path, name: str | None, description: str):
     """Read, check and dequantize; returns (model, what the float cache keeps)."""
     import gguf
 
-    from .gguf_spm import spm_tokenizer_from_gguf
-    from .gguf_tokenizer import special_token, tokenizer_from_gguf
+    from model.files.gguf_spm import spm_tokenizer_from_gguf
+    from model.files.gguf_tokenizer import special_token, tokenizer_from_gguf
 
     reader, meta = _read_meta(path)
     arch, spm = meta.get("general.architecture"), meta.get("tokenizer.ggml.model") == "llama"
@@ -307,7 +308,7 @@ def _read_gguf(path: Path, name: str | None, description: str):
     return _load_state(m, state, source, arch), kept, state
 
 
-# --- the float cache (model/float_cache.py) ----------------------------------------------------
+# --- the float cache (model/files/float_cache.py) ----------------------------------------------
 def _stamp(path: Path) -> dict[str, str]:
     st = path.stat()
     return {"format": CONVERTED_FORMAT, "version": CONVERTED_VERSION, "gguf_size": str(st.st_size),

@@ -9,7 +9,7 @@ exporter or a future ``generate_with_cache`` by calling the same two methods.
     over the limit           -> InputTooLong (names the sentence, its tokens, the limit), or with
                                 truncate=True the sentence is cut at a token boundary and marked
     lone surrogates          -> U+FFFD (the tokenizer cannot take them)
-    memory (model/memory.py) -> RunTooLarge before the run, when its estimate exceeds the budget
+    memory (model/runtime/memory.py) -> RunTooLarge before the run, when its estimate exceeds the budget
 
 And how many runs a server process runs at once: ``run_slots()`` (its CPUs: the affinity, bounded by the
 cgroup CPU quota, ``cgroup_cpus()``; ``ATTENTION_EXPLORER_MAX_RUNS`` overrides).
@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import memory
-from .errors import InputTooLong, RunTooLarge
-from .tokenizer import Encoded, TextTokenizer, clean_text
+from model.files.tokenizer import Encoded, TextTokenizer, clean_text
+from model.runtime import memory
+from model.runtime.errors import InputTooLong, RunTooLarge
 
 DEFAULT_MAX_TOKENS = 512  # tokens per sentence in a run, unless the model has fewer positions
 MAX_TOKENS_ENV = "ATTENTION_EXPLORER_MAX_TOKENS"
@@ -113,7 +113,7 @@ def cut_to_limit(text: str, enc: Encoded, tokenizer: TextTokenizer, limit: int) 
 
 
 def check_memory(info, n_sentences: int, n_tokens: int, names: Iterable[str] = ()) -> int:
-    """The estimate in bytes; ``RunTooLarge`` if it exceeds the budget (model/memory.py)."""
+    """The estimate in bytes; ``RunTooLarge`` if it exceeds the budget (model/runtime/memory.py)."""
     names = list(names)
     need = memory.estimate(info, n_sentences, n_tokens, names)
     allowed = memory.budget()

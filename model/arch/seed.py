@@ -8,10 +8,10 @@
 The padding mask hides pad keys everywhere; the decoder's self-attention adds the subsequent
 (causal) mask. Masked scores are −inf, so their softmax weights are exactly 0.
 
-The architecture is one more ``Family`` (``model.family.seed_family``), built by model/generic.py's
+The architecture is one more ``Family`` (``model.arch.family.seed_family``), built by model/arch/generic.py's
 ``Transformer`` like every checkpoint; ``Seed`` adds only what the seed has of its own: the
 character tokenizer, the one embedding matrix shared by both stacks and the output, the file format
-of its weights (``save``; model/seed_weights.py reads it), and the draft-and-verify fast path of
+of its weights (``save``; model/files/seed_weights.py reads it), and the draft-and-verify fast path of
 ``_run`` (weights trained on a task are first checked against what the task asks for).
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .base import HookScope, Output
-from .family import seed_family
-from .generic import Transformer
-from .hooks import Cache, active
-from .tokenizer import TextTokenizer, char_tokenizer
+from model.arch.family import seed_family
+from model.arch.generic import Transformer
+from model.files.tokenizer import TextTokenizer, char_tokenizer
+from model.runtime.base import HookScope, Output
+from model.runtime.hooks import Cache, active
 
 
 # what each task the shipped weights learned (model/train.py) asks the model to write for a text
@@ -189,7 +189,7 @@ class Seed(Transformer):
         # (the decoder is causal), so when every choice matches the guess, that pass is the run and
         # greedy decoding needs no step of its own. Where the model writes something else, decoding
         # goes on step by step from the last token it confirmed, and the hooked pass runs again on
-        # what was written. With edits active (model/edits.py), never: an edit such as no_causal lets
+        # what was written. With edits active (model/runtime/edits.py), never: an edit such as no_causal lets
         # a position read later ones, and every step recomputes its whole prefix (an edit such as
         # ablate_mean reads all the positions written so far, which a cached step does not have).
         guess = None if active() else self._guess(texts, max_new)

@@ -43,7 +43,7 @@ def patching_controls(page: Page) -> dict:
     sync_url({"patch": kind})
     clean = page.texts[page.sel.sentence]
     where = stages.patching_stack(page.info, page.sel.block) if kind == "positions" else page.sel.block
-    from model import patching as mp
+    from model.analysis import patching as mp
 
     n = mp.count_forwards(m, clean, text, kind, where.split(".")[0])
     bound = state.patch_bound()

@@ -81,7 +81,7 @@ def test_the_exporter_writes_the_new_stages(name, tmp_path):
     """The exporter's main() in this process (one import of torch and plotly, one warm chromium for both
     languages); `python -m explorer.export` as a process, its exit codes and messages: tests/test_export.py."""
     from explorer import export as ex
-    from explorer.export.__main__ import main
+    from explorer.cli.export import main
 
     if name != "seed" and not fetch.is_fetched(name):
         pytest.skip(f"{name} not fetched (run `{fetch.fetch_command(name)}`)")

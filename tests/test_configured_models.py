@@ -254,7 +254,7 @@ def test_the_lessons_offer_configured_models_for_their_real_checkpoint_parts(mod
 # --- the exporter ----------------------------------------------------------------------------------
 
 def test_the_exporter_takes_a_configured_name(models_file, tmp_path, capsys):
-    from explorer.export.__main__ import main
+    from explorer.cli.export import main
 
     out = tmp_path / "out"
     assert main(["--model", "tiny-bert", "--text", "the cat sat on the mat.", "--stages", "softmax",
@@ -286,7 +286,7 @@ def test_a_configured_model_of_each_kind_is_usable_on_every_view(family, tmp_pat
 
 
 def test_the_exporter_takes_a_configured_encoder_decoder(tmp_path, monkeypatch):
-    from explorer.export.__main__ import main
+    from explorer.cli.export import main
 
     monkeypatch.setenv(configured.ENV, str(write_models(tmp_path, f'[models.my-t5]\npath = "{FAMILIES / "t5"}"\n')))
     out = tmp_path / "out"

@@ -353,7 +353,7 @@ def test_the_handout_has_its_pages_title_and_answer_last(models, chromium):
 
 
 def test_the_exporter_writes_a_korean_handout(tmp_path, chromium, models):
-    from explorer.export.__main__ import main
+    from explorer.cli.export import main
     lesson = catalog.lesson(3)
     assert main(["--lesson", "3", "--lang", "ko", "--out", str(tmp_path / "l3.pdf")]) == 0
     pages = pdf_texts((tmp_path / "l3.pdf").read_bytes())

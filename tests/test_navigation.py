@@ -81,9 +81,28 @@ def test_the_lessons_read_the_declarations():
 ATTACHED = ("decoding", "logit_lens", "head_roles", "patching")
 
 
-@pytest.mark.parametrize("path", ["explorer/export/__main__.py", "explorer/lessons/page.py"])
+@pytest.mark.parametrize("path", ["explorer/cli/export.py", "explorer/lessons/page.py"])
 def test_no_stage_is_a_special_case_where_attachments_are_made(path):
     """The exporter and the lessons' page make a stage's attachments from its record, not its id."""
     text = (ROOT / path).read_text(encoding="utf-8")
     found = [sid for sid in ATTACHED if re.search(rf"[\"']{sid}[\"']", text)]
     assert not found, f"{path} names {found}"
+
+
+def test_every_control_group_a_record_names_is_registered():
+    """A stage's ``controls`` names a group of explorer/controls/ (each module registers its own)."""
+    import importlib
+    import pkgutil
+
+    import explorer.controls
+    from explorer.controls.base import CONTROLS
+
+    modules = [m.name for m in pkgutil.iter_modules(explorer.controls.__path__) if m.name != "base"]
+    for name in modules:
+        importlib.import_module(f"explorer.controls.{name}")
+    # the page imports every one of them (so that each registers its groups)
+    main = (ROOT / "explorer" / "main.py").read_text(encoding="utf-8")
+    assert "from explorer.controls import " + ", ".join(sorted(modules)) in main
+
+    named = {r.controls for r in stages.REGISTRY.values() if r.controls}
+    assert named <= set(CONTROLS), named - set(CONTROLS)

@@ -10,7 +10,7 @@ import logging
 import streamlit as st
 
 from explorer import failures, i18n, quota, state
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, sync_url, t
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import streamlit as st
 
 from explorer import inputs
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep
 from explorer.ui import t
 from explorer.views import stages, style

@@ -12,7 +12,7 @@ import logging
 import streamlit as st
 
 from explorer import export_ui, failures, inputs, state
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep, kept
 from explorer.ui import busy, sync_url, t
 from explorer.views import stages, style

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.ui import t
 from explorer.views import style
 

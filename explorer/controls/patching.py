@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import inputs, quota, state
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, sync_url, t
 from explorer.views import stages

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep, kept
 from explorer.ui import t
 from explorer.views import stages, tutorial002

@@ -9,7 +9,7 @@ import streamlit as st
 
 import model
 from explorer import i18n, inputs, state
-from explorer.controls import Page, register
+from explorer.controls.base import Page, register
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, t
 from explorer.views import stages

@@ -38,7 +38,7 @@ class Page:
         and the words under it, so the figure is on screen without scrolling on a laptop and on a
         projector, and the browser starts on it first (the formula's typesetting comes after)."""
         record = stages.REGISTRY[stage_id]
-        box = True if explain and figure_first else None
+        words_after = explain and figure_first
 
         def write_words() -> None:  # the words follow the model, the block and the values drawn
             try:
@@ -53,7 +53,7 @@ class Page:
             if words["shape"]:
                 st.caption(f"{t('shape')}: {words['shape']}")
 
-        if explain and box is None:
+        if explain and not words_after:
             write_words()
         try:
             fig, df = state.stage_figure(stage_id, self.sel.model, self.texts, self.run, self.info, self.sel,
@@ -69,7 +69,7 @@ class Page:
             show_figure(fig, df, self.meta(stage_id, options), key or stage_id, click=record.click, shown=shown)
         if note:
             st.caption(note)
-        if box is not None:
+        if words_after:
             write_words()
 
 

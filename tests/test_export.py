@@ -154,6 +154,41 @@ def test_a_crashed_chromium_is_replaced_without_waiting_for_the_timeout():
 
 
 @needs_chromium
+def test_a_tab_that_served_many_renders_draws_what_a_fresh_one_draws(monkeypatch, selection):
+    """The export browser reloads a tab only every RELOAD_EVERY renders (renderer._kaleido_class):
+    a figure drawn on a tab that has drawn others is byte for byte the figure drawn on a freshly
+    loaded tab, across different stage figures (PNG compared byte for byte; SVG by its text, as its
+    clip-path ids differ from render to render)."""
+    from explorer.export import renderer
+
+    m, cache, sel, texts = selection
+    items = ex.stage_items(cache, m.info, sel, model_name="seed", text=texts[0])[:6]
+    assert len(items) == 6
+
+    def draw_all():
+        return [ex.figure_bytes(it.fig, "png", scale=1) for it in items] + \
+            [svg_texts(ex.figure_bytes(it.fig, "svg")) for it in items]
+
+    reloads = []
+    monkeypatch.setattr(renderer, "RELOAD_EVERY", 1)  # stock kaleido: a reload after every render
+    ex.shutdown()
+    fresh = draw_all()
+
+    class Counted(renderer._kaleido_class()):
+        async def _reload(self, tab):
+            reloads.append(tab)
+            await super()._reload(tab)
+
+    monkeypatch.setattr(renderer, "RELOAD_EVERY", 5)
+    monkeypatch.setattr(renderer, "_kaleido_class", lambda: Counted)
+    ex.shutdown()
+    reused = draw_all()
+    ex.shutdown()
+    assert reused == fresh
+    assert len(reloads) == len(fresh) // 5  # one tab: reloaded after each fifth render
+
+
+@needs_chromium
 def test_bad_format_is_refused():
     with pytest.raises(ValueError, match="unknown image format"):
         ex.figure_bytes(heatmap(["a"]), "gif")

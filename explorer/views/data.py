@@ -169,9 +169,20 @@ def as_run(obj) -> RunData:
 
 
 def weights_of(m) -> dict[str, np.ndarray]:
-    """Every attention module's W_Q, W_K, W_V, W_O (and biases), as zero-copy numpy views."""
+    """Every attention module's W_Q, W_K, W_V, W_O (and biases), as zero-copy numpy views; and every
+    norm's ``{name}.weight`` (and ``.bias``) with its ``{name}.eps`` (a 0-d array), e.g.
+    ``encoder.ln_embed.weight``, ``decoder.blocks.0.ln1.eps``: what a norm before attention is
+    linearised with (the score split, qk_terms)."""
+    from model.arch.parts import Norm
+
     out: dict[str, np.ndarray] = {}
     for name, mod in m.named_modules():
+        if isinstance(mod, Norm):
+            out[f"{name}.weight"] = mod.weight.detach().numpy()
+            if mod.bias is not None:
+                out[f"{name}.bias"] = mod.bias.detach().numpy()
+            out[f"{name}.eps"] = np.asarray(float(mod.eps))
+            continue
         if all(hasattr(mod, w) for w in ("W_Q", "W_K", "W_V", "W_O")) and hasattr(mod, "n_heads"):
             for w in ("Q", "K", "V", "O"):
                 lin = getattr(mod, f"W_{w}")

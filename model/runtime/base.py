@@ -59,6 +59,7 @@ class ModelInfo:
     window_layers: tuple[int, ...] = ()  # the layers that use the sliding window
     positional_base_local: float | None = None  # the rotary base of the sliding-window layers, if different
     rotary_dims: int = 0  # rotated dimensions per head (partial rotary); 0: all of d_head
+    rotary_interleaved: bool = False  # rotary pairs (2i, 2i+1); else (i, i + rotary_dims/2) ("rotate half")
     attn_softcap: float = 0.0  # scores -> c·tanh(scores / c) (hook_capped_scores); 0: none
     final_softcap: float = 0.0  # logits -> c·tanh(logits / c); 0: none
     rope_scaling: tuple = ()  # rotary of the full-attention layers: (kind, factor, low_freq_factor,

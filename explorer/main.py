@@ -24,7 +24,7 @@ except ImportError:
 import streamlit as st
 
 from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, presenter, state, url
-from explorer.controls import analysis, cell, decoding, next_token, overview, patching, positional, whatif  # noqa: F401 (each registers its groups)
+from explorer.controls import analysis, cell, decoding, next_token, overview, patching, positional, whatif, why  # noqa: F401 (each registers its groups)
 from explorer.controls.base import CONTROLS, Page
 from explorer.session import keep, remember, show_messages
 from explorer.ui import busy, lang, sync_url, t

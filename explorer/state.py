@@ -468,3 +468,30 @@ def patching(name: str, clean: str, corrupted: str, kind: str, where: str, progr
                                  cancel=cancel, **where_kw)
 
     return _PATCHES.get((name, stamp, clean, corrupted, kind, where, bound), make)
+
+
+# --- attention against effect (model/analysis/ablation.py; the stage "attention_vs_effect") ---------
+# One ablated row a head of the block (layers × heads, batched): cached per process by model, sentence and
+# block, made on an analysis slot at lowered priority as patching is; bounded when hosted by the same
+# PATCH_MAX_FORWARDS (explorer/controls/why.py says so before anything runs).
+_EFFECTS = _Memo(PATCH_CACHE_ENTRIES, RUN_CACHE_TTL)
+
+
+def effects_ready(name: str, text: str, block: str) -> bool:
+    """Whether the ablations of this sentence and block are cached (drawn without a click or a bar)."""
+    with _EFFECTS._lock:
+        return _EFFECTS._hit((name, weights_stamp(name), text, block), time.monotonic()) is not None
+
+
+def effects(name: str, text: str, block: str, progress=None, cancel=None):
+    """``model.analysis.ablation.head_effects`` of ``text`` for every head of ``block`` (cached)."""
+    from model.analysis import ablation
+
+    stamp = weights_stamp(name)
+
+    def make():
+        m, _ = _load(name, stamp)
+        with _ANALYSIS_SLOTS:
+            return in_background(ablation.head_effects, m, text, block, progress=progress, cancel=cancel)
+
+    return _EFFECTS.get((name, stamp, text, block), make)

@@ -55,7 +55,7 @@ def test_values_labels_and_steps(seed_info):
 def test_what_the_stages_declare_is_what_they_read(seed_info):
     uses = {sid: r.uses for sid, r in stages.REGISTRY.items() if r.uses}
     assert uses == {"decoding": ("trace",), "logit_lens": ("lens",), "head_roles": ("induction",),
-                    "patching": ("patches",)}
+                    "patching": ("patches",), "attention_vs_effect": ("effects",)}
     assert stages.url_keys(["cell"]) == ("query", "key") and stages.url_keys(["softmax", None]) == ()
     assert stages.url_keys(["patching", "compare_pattern"]) == ("compare", "patch")
     # the exporter makes exactly what the stages it writes declare, in the order they are made
@@ -74,11 +74,13 @@ def test_the_lessons_read_the_declarations():
     assert decoding and all("trace" in catalog.uses(p) for p in decoding)
     patching = [p for p in parts if "patching" in p.stages + p.reveal]
     assert patching and all("patches" in catalog.uses(p) for p in patching)
+    effects = [p for p in parts if "attention_vs_effect" in p.stages + p.reveal]
+    assert effects and all("effects" in catalog.uses(p) for p in effects)
     assert all(catalog.uses(p) == set() for p in parts if not set(p.stages + p.reveal)
-               & {"decoding", "patching", "logit_lens", "head_roles"})
+               & {"decoding", "patching", "logit_lens", "head_roles", "attention_vs_effect"})
 
 
-ATTACHED = ("decoding", "logit_lens", "head_roles", "patching")
+ATTACHED = ("decoding", "logit_lens", "head_roles", "patching", "attention_vs_effect")
 
 
 @pytest.mark.parametrize("path", ["explorer/cli/export.py", "explorer/lessons/page.py"])

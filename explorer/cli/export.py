@@ -194,8 +194,20 @@ def _attach_patches(m, a, parser, cache, runs, block):
     return cache, {**runs, "patches": patched}
 
 
+def _attach_effects(m, a, parser, cache, runs, block):
+    """Every head of the block ablated in turn (attention_vs_effect); a block without a prediction to
+    measure (an encoder's) gets none, and the figure says so."""
+    from model.analysis import ablation
+
+    try:
+        made = ablation.head_effects(m, a.text[a.sentence], block)
+    except ablation.AblationError:
+        return cache, runs
+    return cache, {**runs, "effects": made}
+
+
 ATTACH = {"trace": _attach_trace, "lens": _attach_lens, "induction": _attach_induction,
-          "patches": _attach_patches}
+          "patches": _attach_patches, "effects": _attach_effects}
 assert set(ATTACH) == set(views.ATTACHMENTS)
 
 def main(argv: Sequence[str] | None = None) -> int:

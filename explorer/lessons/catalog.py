@@ -42,6 +42,8 @@ class Part:
     edits: str = ""
     options: dict = field(default_factory=dict)
     note: str | None = None  # a catalogue key said above the part's figures
+    query: int = 0  # the one cell's query and key (the stages that draw one: Stage.per_cell)
+    key: int = 0
 
 
 @dataclass
@@ -55,6 +57,7 @@ class PartRun:
     edited: RunData | None = None
     other: RunData | None = None  # a patching part: the run of sentence 1 alone
     patching: object | None = None  # a patching part: model.analysis.patching.PatchResult (None: no pair to patch)
+    effects: object | None = None  # an ablation part: model.analysis.ablation.HeadEffects of its sentence and block
 
 
 @dataclass
@@ -514,6 +517,115 @@ LESSONS = LESSONS + (
 )
 
 
+# --- why this head attends here (issue 35): the score split, the rotary bands, looking against causing --
+# Numbered after the lessons above (their words: "lesson.qk_terms.*", "lesson.rope_bands.*",
+# "lesson.effect.*"). Each answer is computed from the live run, as every lesson's.
+
+def _row_pull(parts: np.ndarray, allowed: np.ndarray, offset: int) -> np.ndarray:
+    """(parts,) how much each part raises the score of the key ``offset`` places from the query above
+    the row's mean over allowed keys, averaged over the queries that have that key allowed."""
+    P, n, nk = parts.shape
+    rows = [i for i in range(n) if 0 <= i + offset < nk and allowed[i, i + offset]]
+    if not rows:
+        return np.zeros(P)
+    out = []
+    for i in rows:
+        m = allowed[i]
+        out.append(parts[:, i, i + offset] - parts[:, i, m].mean(-1))
+    return np.mean(out, axis=0)
+
+
+def ask_qk_terms(pr: PartRun, lang: str) -> Question:
+    """Which part of the first layer's scores makes the head look at its neighbour (the one it weights
+    more: the token before or after): the part that raises the neighbour's score most above its row."""
+    sel = selection(pr.part, pr.run)
+    d = stages.score_parts(pr.run, pr.info, sel)
+    s = _sentence(pr)
+    n = d["score"].shape[0]
+    A = _pattern(pr)[pr.part.head, :n, :n]
+    before = float(np.mean([A[i, i - 1] for i in range(1, n)])) if n > 1 else 0.0
+    after = float(np.mean([A[i, i + 1] for i in range(n - 1)])) if n > 1 else 0.0
+    offset = -1 if before >= after else 1
+    keys = list(d["terms"])
+    parts = np.stack([d["terms"][k] for k in keys])
+    pulls = _row_pull(parts, np.ones((n, n), dtype=bool), offset)
+    names = [i18n.t(stages.TERM_KEYS[k], lang) for k in keys]
+    side = i18n.t("lesson.qk_terms.before" if offset < 0 else "lesson.qk_terms.after", lang)
+    text = style.plain_text("".join(pr.run.tokens[s]), 40)
+    return Question("choice", i18n.t("lesson.qk_terms.ask", lang, h=pr.part.head, side=side,
+                                     w=f"{100 * max(before, after):.0f}", text=text),
+                    names, int(np.argmax(pulls)),
+                    i18n.t("lesson.qk_terms.why", lang, side=side, best=names[int(np.argmax(pulls))],
+                           all="; ".join(f"{nm} {v:+.2f}" for nm, v in zip(names, pulls))))
+
+
+def ask_rope_bands(pr: PartRun, lang: str) -> Question:
+    """Which third of the rotary bands (fast, middle, slow) pulls the previous-token head's weight onto the
+    token before: the summed pull of the bands toward key i − 1."""
+    sel = selection(pr.part, pr.run)
+    d = stages.band_parts(pr.run, pr.info, sel)
+    n_rot = len(d["theta"])
+    pulls = _row_pull(d["bands"][:n_rot], d["allowed"], -1)  # rotated bands only
+    thirds = _thirds(n_rot)
+    sums = [float(pulls[a: b + 1].sum()) for a, b in thirds]
+    A = _pattern(pr)[pr.part.head]
+    n = d["bands"].shape[1]
+    prev = float(np.mean([A[i, i - 1] for i in range(1, n)])) if n > 1 else 0.0
+    kinds = ("lesson.rope_bands.fast", "lesson.rope_bands.middle", "lesson.rope_bands.slow")
+    choices = [i18n.t(k, lang, a=a, b=b) for k, (a, b) in zip(kinds, thirds)]
+    best = int(np.argmax(pulls))
+    return Question("choice", i18n.t("lesson.rope_bands.ask", lang, l=pr.part.layer, h=pr.part.head,
+                                     w=f"{100 * prev:.0f}", n=n_rot), choices, int(np.argmax(sums)),
+                    i18n.t("lesson.rope_bands.why", lang, sums=", ".join(f"{c}: {v:+.2f}" for c, v in zip(choices, sums)),
+                           band=best, lam=f"{2 * np.pi / float(d['theta'][best]):.1f}", v=f"{float(pulls[best]):+.2f}"))
+
+
+def ask_effect(pr: PartRun, lang: str) -> Question:
+    """Of two heads, the one that looks hardest at the key for the least effect and the one with the most
+    effect for the least looking: which changes the model's own next token more when ablated?"""
+    sel = selection(pr.part, pr.run)
+    d = stages.effect_parts(pr.run, pr.info, sel, pr.effects)
+    att, eff = d["attention"], d["effect"]
+    look, matter = d["look"], d["matter"]
+    if matter == look:  # one head both: the other is the one with the largest effect besides it
+        order = np.dstack(np.unravel_index(np.argsort(-np.abs(eff), axis=None), eff.shape))[0]
+        matter = next((int(a), int(b)) for a, b in order if (int(a), int(b)) != look)
+    heads = sorted([look, matter])
+    labels = [f"L{a} H{b}" for a, b in heads]
+    answer = int(np.argmax([abs(eff[h]) for h in heads]))
+    res, i, j = d["res"], d["i"], d["j"]
+    q_tok, k_tok = (style.plain_text(style.visible(x), 20) for x in (res.tokens[i], _keys_of(pr)[j]))
+    said = "; ".join(f"L{a} H{b}: {100 * att[a, b]:.0f}%, Δ log p {eff[a, b]:+.3f}" for a, b in heads)
+    return Question("choice", i18n.t("lesson.effect.ask", lang, i=i, q=q_tok, j=j, k=k_tok,
+                                     a=labels[0], wa=f"{100 * att[heads[0]]:.0f}", b=labels[1],
+                                     wb=f"{100 * att[heads[1]]:.0f}",
+                                     answer=style.plain_text(style.visible(res.answers[i]), 20)),
+                    labels, answer, i18n.t("lesson.effect.why", lang, said=said, best=labels[answer]))
+
+
+def _keys_of(pr: PartRun) -> list[str]:
+    _, k, _, _ = axis_tokens(pr.run, pr.part.block, _sentence(pr), pr.part.layer)
+    return k
+
+
+WHY_SEED_HEAD = 1  # the seed encoder's layer 0 head the lesson asks about
+WHY_SMOLLM2 = (16, 0)  # a previous-token head of SmolLM2 (layer, head)
+WHY_SEED_CELL = (1, 9)  # the seed decoder's cross-attention cell (query, key) the lesson looks at
+
+LESSONS = LESSONS + (
+    Lesson(len(LESSONS) + 1, "lesson.qk_terms.title", "lesson.qk_terms.text", ("hello world",),
+           (Part(SEED, ("softmax",), reveal=("qk_terms",), layer=0, head=WHY_SEED_HEAD, query=2, key=1),),
+           ask_qk_terms),
+    Lesson(len(LESSONS) + 2, "lesson.rope_bands.title", "lesson.rope_bands.text",
+           ("The quick brown fox jumps over the lazy dog and runs far away.",),
+           (Part("smollm2", ("softmax",), reveal=("rope_bands",), block="decoder.self_attn", layer=WHY_SMOLLM2[0],
+                 head=WHY_SMOLLM2[1], query=5, key=4),), ask_rope_bands),
+    Lesson(len(LESSONS) + 3, "lesson.effect.title", "lesson.effect.text", ("hello world",),
+           (Part(SEED, ("softmax",), reveal=("attention_vs_effect",), block="decoder.cross_attn", layer=1, head=0,
+                 query=WHY_SEED_CELL[0], key=WHY_SEED_CELL[1]),), ask_effect),
+)
+
+
 def lesson(number: int) -> Lesson:
     """Lesson ``number`` (1-based); IndexError outside 1..len(LESSONS)."""
     if not 1 <= int(number) <= len(LESSONS):
@@ -555,7 +667,7 @@ def format_answers(answers: dict[int, int]) -> str:
 def selection(part: Part, run: RunData, model_name: str | None = None):
     """The stages' Selection for a part (its sentence clipped to the batch)."""
     return stages.Selection(model=model_name or part.model, sentence=min(part.sentence, run.n_sentences - 1),
-                            layer=part.layer, head=part.head, block=part.block)
+                            layer=part.layer, head=part.head, block=part.block, query=part.query, key=part.key)
 
 
 def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
@@ -570,6 +682,10 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
     run = attach_analyses(part, run, lambda s: lens_data(m, run, s), lambda: induction_scores(m))
     edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
     pr = PartRun(part, run, m.info, edited)
+    if "effects" in uses(part):
+        from model.analysis import ablation
+
+        pr.effects = ablation.head_effects(m, texts[min(part.sentence, len(texts) - 1)], part.block)
     if "patches" in uses(part) and len(texts) >= PATCHED_SENTENCES:
         from model.analysis import patching
 
@@ -595,4 +711,6 @@ def stage_options(part: Part, pr: PartRun, stage_id: str) -> dict:
         opts["attached"] = ("induction", pr.part.model)
     if "patches" in record.uses and pr.other is not None:
         opts.update(other=pr.other, patches=pr.patching)
+    if "effects" in record.uses and pr.effects is not None:
+        opts["effects"] = pr.effects
     return opts

@@ -157,7 +157,27 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     pr = PartRun(part, run, m.info, edited)
     if "patches" in catalog.uses(part) and len(texts) >= catalog.PATCHED_SENTENCES:
         patch_part(pr, texts, m)
+    if "effects" in catalog.uses(part):
+        effects_part(pr, texts)
     return pr
+
+
+def effects_part(pr: PartRun, texts: list[str]) -> None:
+    """An ablation part: every head of its block ablated on its sentence (cached: state.effects), with a
+    progress bar; none when the model has no prediction there (the figure says so)."""
+    from model.analysis import ablation
+
+    bar = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=t("effect.progress", done=done, total=total))
+
+    try:
+        pr.effects = state.effects(pr.part.model, texts[min(pr.part.sentence, len(texts) - 1)], pr.part.block,
+                                   progress=progress)
+    except ablation.AblationError:
+        pass
+    bar.empty()
 
 
 def patch_part(pr: PartRun, texts: list[str], m) -> None:

@@ -109,7 +109,8 @@ class Stage:
     click: str | None = None
     # what the stage reads beside the plain run, each made once and attached to it by whoever draws
     # it (the page's caches, the exporter: ATTACHMENTS): "trace" (a decoding trace), "lens" (the
-    # logit lens of the sentence), "induction" (induction scores), "patches" (a patching result);
+    # logit lens of the sentence), "induction" (induction scores), "patches" (a patching result),
+    # "effects" (every head of the block ablated in turn: model/analysis/ablation.py);
     # ``url``: the URL parameters the page keeps while the stage is on screen
     uses: tuple[str, ...] = ()
     url: tuple[str, ...] = ()
@@ -162,7 +163,7 @@ class Stage:
 
 
 REGISTRY: dict[str, Stage] = {}
-ATTACHMENTS = ("trace", "lens", "induction", "patches")  # Stage.uses, in the order they are made
+ATTACHMENTS = ("trace", "lens", "induction", "patches", "effects")  # Stage.uses, in the order they are made
 
 
 def stage(stage_id: str, *, section: str, formula: str | Callable, **record) -> Callable[[Builder], Builder]:
@@ -2136,6 +2137,309 @@ def _patching(c: _Ctx, title: str, opts: dict):
     words = {"colour": c.words("patching.colour"), "subtitle": c.words("patching.subtitle")}
     fig, df = patch_view.patching_figure(res, title=title, words=words, labels=c.L)
     return fig, df
+
+
+# === why this head attends here (issue 35) ==========================================================
+# qk_terms: the first layer's scores split into content and position (positions added to the tokens);
+# rope_bands: the rotary score by frequency band; attention_vs_effect: every head's attention beside
+# what ablating it does to the model's own next token (the ablations run outside the builder:
+# model/analysis/ablation.py, attached as the option ``effects``). The maths: model/analysis/score_split.py.
+
+from model.analysis import score_split as split  # noqa: E402
+
+from . import why as why_view  # noqa: E402
+
+TERM_KEYS = {"content·content": "qk_terms.cc", "content·position": "qk_terms.cp", "position·content": "qk_terms.pc",
+             "position·position": "qk_terms.pp", "bias": "qk_terms.b"}  # score_split.TERMS -> their words
+
+
+def _added_positions(info: dict) -> bool:
+    return info.get("positional") in ("sinusoidal", "learned")
+
+
+def _first_norms(c: _Ctx) -> list[tuple[str, str]]:
+    """The norms between e + p and the first attention, in order: (weights' name, "embed" | "ln1")."""
+    out = []
+    if c.info.get("embed_norm"):
+        out.append((f"{c.stack}.ln_embed", "embed"))
+    if _placement(c.info) in ("pre", "sandwich"):
+        out.append((f"{c.stack}.blocks.0.ln1", "ln1"))
+    return out
+
+
+def _norm_kind(info: dict) -> str:
+    """The kind of the model's norm as model/arch/parts.py's Norm names it."""
+    name = _norm_name(info)
+    return "layer" if name == "LayerNorm" else "rms1p" if name == "RMSNorm(1+w)" else "rms"
+
+
+def _qk_terms_variant(c: _Ctx) -> str:
+    if c.sel.layer > 0:
+        return "later"
+    return "norm" if _first_norms(c) else "plain"
+
+
+def qk_split_data(c: _Ctx) -> dict | None:
+    """The selected head's first-layer scores on the sentence's real tokens split in parts
+    (score_split.qk_terms, "bias" left out when the model has no bias at all), the model's own scores
+    (hook_scores) and the float32 bound of their difference; None in a later layer or without weights."""
+    if _qk_terms_variant(c) == "later" or not c.sel.block.endswith("self_attn") or not _added_positions(c.info):
+        return None
+    w, pe = c.weights, _pe(c)
+    if w is None or f"{c.p}.W_Q" not in w or pe is None:
+        return None
+    norms = []
+    for name, _ in _first_norms(c):
+        if f"{name}.weight" not in w:
+            return None
+        norms.append(split.NormStep(_norm_kind(c.info), w[f"{name}.weight"], w.get(f"{name}.bias"),
+                                    float(w[f"{name}.eps"])))
+    n = c.n_q
+    e = c.run[f"{c.stack}.hook_embed"][c.sel.sentence][:n]  # (T, d) what the tokens are
+    hw = head_weights(w, c.p, c.sel.head, int(c.info["n_heads"]), c.d_head)
+    args = (e, pe[:n], norms, hw["W_Q"], hw["b_Q"], hw["W_K"], hw["b_K"], _scale_of(c.info))
+    terms = split.qk_terms(*args)
+    if hw["b_Q"] is None and hw["b_K"] is None and not any(s.bias is not None for s in norms):
+        terms.pop("bias")  # no bias anywhere: nothing to show
+    return {"terms": terms, "score": c.t("hook_scores")[:n, :n].astype(np.float64), "bound": split.qk_bound(*args),
+            "norms": norms}
+
+
+def _term_names(c: _Ctx) -> dict[str, str]:
+    return {k: c.words(v) for k, v in TERM_KEYS.items()}
+
+
+def _qk_terms_fill(c: _Ctx) -> dict:
+    d = qk_split_data(c)
+    nm = _norm_name(c.info)
+    where = {"embed": c.words("qk_terms.norm_embed", norm=nm), "ln1": c.words("qk_terms.norm_ln1", norm=nm)}
+    norms = c.words("qk_terms.and").join(where[k] for _, k in _first_norms(c)) or "—"
+    biases = [b for b, on in (("b_Q, b_K", c.info.get("qkv_bias", True)),
+                              ("β", _norm_kind(c.info) == "layer" and bool(_first_norms(c)))) if on]
+    out = {"norm": _norm_name(c.info), "norms": norms, "layer": c.sel.layer, "ffn": c.info.get("ffn") or "—",
+           "biases": c.words("qk_terms.and").join(biases) if biases else c.words("qk_terms.no_bias"),
+           "content": c.words("qk_terms.content_scaled" if float(c.info.get("embed_scale") or 1.0) != 1.0
+                              else "qk_terms.content_plain") + (c.words("qk_terms.with_type") if _type_embedding(c.info) else ""),
+           "position": c.words("qk_terms.position_sinusoidal" if c.info.get("positional") == "sinusoidal"
+                               else "qk_terms.position_learned"),
+           "i": c.sel.query, "j": c.sel.key, "cell": "—", "model": "—", "largest": "—"}
+    if d is not None:
+        i, j = min(c.sel.query, c.n_q - 1), min(c.sel.key, c.n_q - 1)
+        names = _term_names(c)
+        vals = {k: float(v[i, j]) for k, v in d["terms"].items()}
+        out["cell"] = " + ".join(f"{names[k]} {_num(v, 3)}" for k, v in vals.items()) + f" = {_num(sum(vals.values()), 3)}"
+        out["model"] = _num(float(d["score"][i, j]), 3)
+        size = {k: float(np.abs(v).mean()) for k, v in d["terms"].items()}
+        big = max(size, key=size.get)
+        out["largest"] = f"{names[big]} ({_num(size[big], 3)})"
+        out["i"], out["j"] = i, j
+    return out
+
+
+def _qk_terms_formula(c: _Ctx) -> str:
+    if _qk_terms_variant(c) == "later":
+        return (r"x^{(\ell)}_i = f_{\ell}\big(x^{(\ell-1)}_0, \dots, x^{(\ell-1)}_{T-1}\big) \;\neq\; e_i + p_i"
+                rf"\qquad (\ell = {c.sel.layer} \ge 1)")
+    scale = r"\tfrac{1}{\sqrt{d_k}}" if _scale_kind(c.info) == "sqrt" else _num(_scale_of(c.info), 4)
+    e = r"E[t_i]" + (r"\sqrt{d_{model}}" if float(c.info.get("embed_scale") or 1.0) != 1.0 else "") + (
+        r" + E_{type}[0]" if _type_embedding(c.info) else "")
+    p = "PE_i" if c.info.get("positional") == "sinusoidal" else (
+        rf"P[i + {int(c.info['pos_offset'])}]" if c.info.get("pos_offset") else "P[i]")
+    lines = [rf"e_i = {e},\quad p_i = {p},\quad s = {scale}"]
+    hat = ""
+    if _first_norms(c):
+        hat = r"\hat "
+        kind = _norm_kind(c.info)
+        g = r"(1 + \gamma)" if kind == "rms1p" else r"\gamma"
+        if kind == "layer":
+            lines.append(r"\hat e_i = \gamma \odot \frac{e_i - \mu(e_i)}{\sigma_i},\ \hat p_i = \gamma \odot \frac{p_i - \mu(p_i)}{\sigma_i},"
+                         r"\ \sigma_i = \sqrt{\mathrm{var}(e_i + p_i) + \varepsilon}")
+        else:
+            lines.append(rf"\hat e_i = {g} \odot \frac{{e_i}}{{r_i}},\ \hat p_i = {g} \odot \frac{{p_i}}{{r_i}},"
+                         r"\ r_i = \sqrt{\tfrac{1}{d}\lVert e_i + p_i \rVert^2 + \varepsilon}")
+    E, P = hat + "e", hat + "p"
+    lines.append(rf"S_{{ij}} = s\,({E}_iW_Q)\cdot({E}_jW_K) + s\,({E}_iW_Q)\cdot({P}_jW_K) + s\,({P}_iW_Q)\cdot({E}_jW_K)"
+                 rf" + s\,({P}_iW_Q)\cdot({P}_jW_K) + B_{{ij}}")
+    return r"\begin{gathered}" + r" \\ ".join(lines) + r"\end{gathered}"
+
+
+@stage("qk_terms", section="scores", applies=_added_positions, blocks=("encoder.self_attn", "decoder.self_attn"),
+       per_cell=True, controls="why_cell", url=("query", "key"), formula=_qk_terms_formula,
+       variants=("norm", "plain", "later"), variant=_qk_terms_variant, fill=_qk_terms_fill,
+       shape=lambda c: [_dims(c, "e", f"{c.stack}.hook_embed", ("batch", "positions", "d_model")),
+                        _dims(c, "p", f"{c.stack}.hook_pos_embed", ("one", "positions", "d_model")),
+                        _square("S", "hook_scores")(c)[0]] if _pe(c) is not None else [])
+def _qk_terms(c: _Ctx, title: str, opts: dict):
+    if not _added_positions(c.info):
+        return _not_for(c, title, "qk_terms.needs")
+    if _qk_terms_variant(c) == "later":
+        return _notice(c.words("qk_terms.later", layer=c.sel.layer), title), None
+    d = qk_split_data(c)
+    if d is None:
+        return _notice(c.words("no_weights_here"), title), None
+    i, j = min(c.sel.query, c.n_q - 1), min(c.sel.key, c.n_q - 1)
+    worst = float(np.abs(sum(d["terms"].values()) - d["score"]).max(initial=0.0))
+    sub = c.words("qk_terms.subtitle", diff=f"{worst:.1e}", bound=f"{float(d['bound'].max(initial=0.0)):.1e}")
+    return why_view.qk_terms_figure(d["terms"], d["score"], _term_names(c), c.q_tokens, c.k_tokens, i, j,
+                                    title=title, subtitle=style.esc(sub), labels=c.L)
+
+
+def rope_bands_data(c: _Ctx) -> dict | None:
+    """The selected head's scores on the real tokens split by rotary band (score_split.rope_bands), the
+    layer's frequencies θ (its own base and scaling: parts.rope_frequencies) and each band's pull."""
+    if not _rotary_model(c.info) or not c.sel.block.endswith("self_attn"):
+        return None
+    n, nk = c.n_q, c.n_k
+    dims = _rot_dims(c)
+    bands = split.rope_bands(c.t("hook_q")[:n], c.t("hook_k")[:nk], dims, bool(c.info.get("rotary_interleaved")),
+                             _scale_of(c.info))
+    allowed = c.t("hook_mask")[:n, :nk]
+    return {"bands": bands, "theta": _rope_theta(c), "allowed": allowed, "dims": dims,
+            "pulls": split.pull(bands, c.t("hook_pattern")[:n, :nk], allowed)}
+
+
+def _rope_bands_fill(c: _Ctx) -> dict:
+    dims, theta = _rot_dims(c), _rope_theta(c)
+    sc = _rope_scaling(c)
+    out = {"n": dims // 2, "base": _base_text(_layer_base(c)), "fast": _num(float(theta[0]), 3),
+           "slow": f"{float(theta[-1]):.2e}", "lam": f"{2 * np.pi / float(theta[-1]):,.0f}",
+           "pairing": c.words("rope_bands.interleaved" if c.info.get("rotary_interleaved") else "rope_bands.half",
+                              half=dims // 2),
+           "partial": c.words("rope_bands.partial", rest=c.d_head - dims, last=dims // 2) if dims < c.d_head else "",
+           "scaling": c.words("rope_bands.scaling", kind=sc[0], factor=f"{float(sc[1]):g}") if sc else "",
+           "i": c.sel.query, "top": "—", "total": "—"}
+    d = rope_bands_data(c)
+    if d is not None:
+        order = np.argsort(-d["pulls"])[:3]
+        out["top"] = ", ".join(why_view.band_label(int(b), float(theta[b]) if b < len(theta) else None)
+                               for b in order)
+        out["total"] = _num(float(d["pulls"].sum()), 3)
+        out["i"] = min(c.sel.query, c.n_q - 1)
+    return out
+
+
+def _rope_bands_formula(c: _Ctx) -> str:
+    dims = _rot_dims(c)
+    pair = r"(2b,\ 2b{+}1)" if c.info.get("rotary_interleaved") else rf"(b,\ b{{+}}{dims // 2})"
+    rest = rf" + s\sum_{{d \ge {dims}}} q_{{i,d}}\,k_{{j,d}}" if dims < c.d_head else ""
+    theta = rf"{_base_text(_layer_base(c)).replace(',', '{,}')}^{{-2b/{dims}}}"
+    sc = _rope_scaling(c)
+    if sc:  # the rope's scaling changes the frequencies (model/arch/parts.py rope_frequencies)
+        theta = rf"{theta} / {_num(float(sc[1]))}" if sc[0] == "linear" else rf"\mathrm{{{sc[0]}}}\big({theta}\big)"
+    return (rf"S_{{ij}} = \sum_{{b=0}}^{{{dims // 2 - 1}}} s\,\big(q_{{i,a}}k_{{j,a}} + q_{{i,a'}}k_{{j,a'}}\big)" + rest
+            + rf",\quad (a, a') = {pair},\quad \theta_b = {theta}"
+            + r",\qquad s\,\big(q_{i,a}k_{j,a} + q_{i,a'}k_{j,a'}\big) = s\,\lVert \tilde q_{i,b}\rVert \lVert \tilde k_{j,b}\rVert"
+            r" \cos\!\big(\theta_b (j - i) + \varphi_{ij,b}\big)")
+
+
+@stage("rope_bands", section="scores", applies=_rotary_model, blocks=("encoder.self_attn", "decoder.self_attn"),
+       per_cell=True, controls="why_cell", url=("query", "key"), formula=_rope_bands_formula, fill=_rope_bands_fill,
+       shape=lambda c: _qkv_shapes(c)[:2] + [("bands", "", (("bands", _rot_dims(c) // 2 + (_rot_dims(c) < c.d_head)),
+                                                           ("queries", c.n_q), ("keys", c.n_k)))])
+def _rope_bands(c: _Ctx, title: str, opts: dict):
+    d = rope_bands_data(c)
+    if d is None:
+        return _not_for(c, title, "rope_bands.needs")
+    i = min(c.sel.query, c.n_q - 1)
+    worst = float(np.abs(d["bands"].sum(0) - c.t("hook_scores")[: c.n_q, : c.n_k]).max(initial=0.0))
+    sub = c.words("rope_bands.subtitle", base=_base_text(_layer_base(c)), diff=f"{worst:.1e}")
+    return why_view.rope_bands_figure(d["bands"], d["theta"], d["pulls"], c.q_tokens, c.k_tokens, i,
+                                      blocked=~d["allowed"], title=title, subtitle=style.esc(sub), labels=c.L)
+
+
+def _predicts(info: dict) -> bool:
+    return info.get("kind") in ("decoder", "encoder-decoder")
+
+
+def _effects(c: _Ctx):
+    """The ablation result attached for this sentence and block (model.analysis.ablation.HeadEffects), or None."""
+    res = c.opts.get("effects")
+    if res is None or not hasattr(res, "effect"):
+        return None
+    text = c.run.texts[c.sel.sentence] if c.sel.sentence < len(c.run.texts) else None
+    if res.block != c.sel.block or res.text != text or len(res.tokens) != c.n_q:
+        return None
+    return res
+
+
+def effect_data(c: _Ctx) -> dict | None:
+    res = _effects(c)
+    if res is None:
+        return None
+    i, j = min(c.sel.query, c.n_q - 1), min(c.sel.key, c.n_k - 1)
+    stack, attn = c.sel.block.split(".")
+    n_layers = layers_for(c.info, c.sel.block)
+    att = np.stack([c.run[f"{stack}.blocks.{li}.{attn}.hook_pattern"][c.sel.sentence, :, i, j]
+                    for li in range(n_layers)]).astype(np.float64)  # (layers, heads)
+    eff = np.asarray(res.effect, dtype=np.float64)[:, :, i]  # (layers, heads)
+    look, matter = why_view.named_heads(att, eff)
+    return {"res": res, "i": i, "j": j, "attention": att, "effect": eff, "look": look, "matter": matter,
+            "allowed": bool(c.t("hook_mask")[i, j])}
+
+
+def _effect_variant(c: _Ctx) -> str:
+    if _effects(c) is None:
+        return "pending"
+    return "seq2seq" if c.run.kind == "encoder-decoder" else "decoder"
+
+
+def _effect_fill(c: _Ctx) -> dict:
+    d = effect_data(c)
+    out = {"i": c.sel.query, "j": c.sel.key, "answer": "—", "p": "—", "look": "—", "matter": "—", "n": "—",
+           "start": _decoder_start(c)}
+    if d is None:
+        return out
+    res, i = d["res"], d["i"]
+
+    def said(h: tuple[int, int]) -> str:
+        return f"L{h[0]} H{h[1]} ({c.words('fig.attention')} {d['attention'][h]:.2f}, Δ log p {d['effect'][h]:+.3f})"
+
+    out.update(i=i, j=d["j"], answer=style.plain_text(style.visible(res.answers[i]), 30),
+               p=f"{float(np.exp(res.clean_logp[i])):.3f}", look=said(d["look"]), matter=said(d["matter"]),
+               n=res.forwards)
+    return out
+
+
+@stage("attention_vs_effect", section="beyond", applies=_predicts, blocks=("decoder.self_attn", "decoder.cross_attn"),
+       per_cell=True, controls="effects", uses=("effects",), url=("query", "key"), fill=_effect_fill,
+       variants=("decoder", "seq2seq", "pending"), variant=_effect_variant,
+       formula=r"a_{\ell h} = A^{(\ell, h)}_{ij},\qquad \Delta_{\ell h} = \log p\big(y^*_i \,\big|\, z^{(\ell, h)} = 0\big)"
+               r" - \log p\big(y^*_i\big),\qquad y^*_i = \arg\max_y\, p(y \mid t_{\le i})",
+       shape=lambda c: [("A", "", (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"])))),
+                        ("Δ log p", "", (("layers", layers_for(c.info, c.sel.block)), ("heads", int(c.info["n_heads"]))))])
+def _attention_vs_effect(c: _Ctx, title: str, opts: dict):
+    if not _predicts(c.info):
+        return _not_for(c, title, "needs.readout")
+    if c.sel.block not in ("decoder.self_attn", "decoder.cross_attn"):
+        return _notice(c.words("effect.choose_decoder"), title), None
+    d = effect_data(c)
+    if d is None:
+        return _notice(c.words("effect.not_run"), title), None
+    names = {c.words("effect.looks"): d["look"], c.words("effect.matters"): d["matter"]}
+    if d["look"] == d["matter"]:
+        names = {c.words("effect.looks"): d["look"]}
+    res, i, j = d["res"], d["i"], d["j"]
+    sub = c.words("effect.subtitle", i=i, tok=style.visible(c.q_tokens[i]), j=j, ktok=style.visible(c.k_tokens[j]),
+                  answer=style.visible(res.answers[i]), p=f"{float(np.exp(res.clean_logp[i])):.3f}")
+    if not d["allowed"]:
+        sub += " · " + c.words("effect.masked_key")
+    return why_view.effect_figure(d["attention"], d["effect"], (c.sel.layer, c.sel.head), names, title=title,
+                                  subtitle=style.esc(sub), labels=c.L)
+
+
+def score_parts(cache, info, sel: Selection) -> dict | None:
+    """qk_terms' numbers for a selection (``qk_split_data``): the lessons ask about them."""
+    return qk_split_data(_context(cache, info, sel, "en"))
+
+
+def band_parts(cache, info, sel: Selection) -> dict | None:
+    """rope_bands' numbers for a selection (``rope_bands_data``)."""
+    return rope_bands_data(_context(cache, info, sel, "en"))
+
+
+def effect_parts(cache, info, sel: Selection, effects) -> dict | None:
+    """attention_vs_effect's numbers for a selection and its ablations (``effect_data``)."""
+    return effect_data(_context(cache, info, sel, "en", opts={"effects": effects}))
 
 
 # --- what the registry gives everyone ---------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""The controls of "why this head attends here" (issue 35): group "why_cell" (the query and key the
+score split and the rotary bands draw: the one cell's controls, without its chain) and group "effects"
+(the same, and the ablations of attention_vs_effect: run here, cached, with a progress bar, never by
+the stage's builder; handed over as the option ``effects``, the stage's record: uses=("effects",))."""
+from __future__ import annotations
+
+import streamlit as st
+
+from explorer import inputs, state
+from explorer.controls.base import Page, register
+from explorer.controls.cell import cell_controls
+from explorer.ui import t
+
+# at most this many ablated rows run without a click (the seed's blocks: 8; Gemma 3's: 72)
+AUTO_ROWS = 80
+
+
+def why_cell_controls(page: Page) -> dict:
+    cell_controls(page)
+    return {}
+
+
+def effects_controls(page: Page) -> dict:
+    """The query and key, then the ablations of the sentence on screen (every head of the block)."""
+    cell_controls(page)
+    from explorer.views import stages
+
+    if not stages.applies("attention_vs_effect", page.info, page.sel.block):
+        return {}
+    from model.analysis import ablation
+
+    m, _ = state.load_model(page.sel.model)
+    n = ablation.n_forwards(m, page.sel.block)
+    bound = state.patch_bound()
+    if bound is not None and n > bound:
+        st.warning(t("effect.too_large", n=n, bound=bound), icon="⚠️")
+        return {}
+    text = page.texts[page.sel.sentence]
+    ident = (page.sel.model, text, page.sel.block)
+    cached = state.effects_ready(page.sel.model, text, page.sel.block)
+    if not cached and n > AUTO_ROWS and st.session_state.get("_effects_want") != ident:
+        if st.button(t("effect.run", n=n), key="effects_go", type="primary"):
+            st.session_state["_effects_want"] = ident
+        else:
+            return {}
+    box = st.empty()
+    bar = box.progress(0.0) if not cached else None
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.progress(done / max(total, 1), text=t("effect.progress", done=done, total=total))
+
+    try:
+        result = state.effects(page.sel.model, text, page.sel.block, progress=progress)
+    except (ablation.AblationError, ablation.AblationCancelled) as e:
+        box.empty()
+        st.warning(t("effect.failed", error=inputs.shown(str(e), 300)), icon="⚠️")
+        return {}
+    box.empty()
+    return {"attention_vs_effect": {"effects": result}}
+
+
+register("why_cell", why_cell_controls)
+register("effects", effects_controls)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import sqlite3
 import stat
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from explorer import access, store
+from redisd import free_port, redis_server  # noqa: F401 (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = store.Backoff(free=30, base=2.0, cap=300.0, forget=3600.0)
@@ -146,54 +146,7 @@ def test_the_access_limits_of_two_replicas_share_one_file(tmp_path, monkeypatch)
 
 # --- Redis: a real server ------------------------------------------------------------------------------
 
-REDIS = shutil.which("redis-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class RedisServer:
-    """``redis-server`` on a free loopback port, nothing saved to disk, stopped at the end."""
-
-    def __init__(self, tmp: Path, password: str = "pw-for-tests"):
-        self.port, self.password, self.tmp = _free_port(), password, tmp
-        self.url = f"redis://:{password}@127.0.0.1:{self.port}/2"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> "RedisServer":
-        self.proc = subprocess.Popen([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--requirepass", self.password, "--dir", str(self.tmp)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.05)
-        self.stop()  # never left running
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    if REDIS is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    srv = RedisServer(tmp_path).start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
+_free_port = free_port
 
 
 def test_redis_stores_and_other_processes_share_counts_atomically(redis_server, tmp_path):

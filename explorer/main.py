@@ -23,7 +23,7 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, presenter, state, url
+from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, poll_ui, presenter, state, url
 from explorer.controls import analysis, cell, decoding, next_token, overview, patching, positional, whatif, why  # noqa: F401 (each registers its groups)
 from explorer.controls.base import CONTROLS, Page
 from explorer.session import keep, remember, show_messages
@@ -285,6 +285,7 @@ def page() -> None:
     show_generated(run, texts, m)
 
     pg = Page(run, info, sel, texts)
+    poll_ui.offer_view(run, sel, texts)  # presenter mode: "which token does this head attend to?" for the class
     view = navigate(pg)
     export_ui.sidebar(run, info, sel, texts, lang())  # export settings, before the figures
     # "all": the pipeline (decoding, what if and two sentences have views of their own)
@@ -324,6 +325,9 @@ def main() -> None:
     st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
     st.html(style.CELL_TEXT_CSS + style.PAGE_CSS)  # constants: cell numbers too small to read are hidden (phones)
     if not access.granted(pages):  # ATTENTION_EXPLORER_ACCESS_CODE set: nothing of any page before the code
+        return
+    if poll_ui.wanted():  # ?poll=<id>: a learner answers the presenter's question (no model, no navigation)
+        poll_ui.learner_page()
         return
     state.prepare_process()
     shown = presenter.begin()  # ?present=1: large type, sidebar folded, a place for the QR code

@@ -215,6 +215,8 @@ html { font-size: 24px; }
 class Token:
     on: bool
     slot: object | None  # the placeholder the QR code goes into (presenter mode only)
+    ask: object | None = None  # the "Ask the class" button's contents (explorer/poll_ui.py)
+    panel: object | None = None  # where a poll opened to the class is shown, above the page
 
 
 def active() -> bool:
@@ -275,7 +277,12 @@ def begin() -> Token:
     # the QR code opens from a button, so that the view's figure, not the code, fills the projector
     # when the page opens (at 1920x1080 the code and its URL took the first 400 px)
     share = bar.popover(i18n.t("present.share", lang), icon=":material/qr_code_2:")
-    return Token(True, share.empty())
+    # ask the class (explorer/poll_ui.py): the questions the page offers, filled in after the page
+    from explorer import poll_ui  # noqa: PLC0415
+
+    poll_ui.start_run()
+    ask = bar.popover(i18n.t("poll.ask", lang), icon=":material/how_to_vote:")
+    return Token(True, share.empty(), ask.empty(), st.container(key="poll-panel"))
 
 
 def current_url() -> str:
@@ -299,7 +306,8 @@ def current_url() -> str:
     base = choose_base(env=os.environ.get(ENV), context_url=context_url, host=host, proto=proto,
                        base_url_path=option("server.baseUrlPath", "") or "",
                        fallback=f"http://{address}:{port}")
-    pairs = [(k, v) for k in st.query_params.keys() for v in st.query_params.get_all(k)]
+    # not "asked": the class poll the presenter shows (explorer/poll_ui.py), which the view's link does not open
+    pairs = [(k, v) for k in st.query_params.keys() if k != "asked" for v in st.query_params.get_all(k)]
     return share_url(base, pairs)
 
 
@@ -322,3 +330,6 @@ def end(token: Token | None) -> None:
         box.code(url, language=None, wrap_lines=True)  # plain text, never markup
     except Exception:
         log.exception("the presenter's QR code failed")
+    from explorer import poll_ui  # noqa: PLC0415
+
+    poll_ui.presenter_controls(token.ask, token.panel)  # never raises

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from explorer import failures, i18n, inputs, models_ui, quota, state
+from explorer import failures, i18n, inputs, models_ui, poll_ui, quota, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
 from explorer.ui import lang, show_figure, sync_url, t
@@ -361,6 +361,7 @@ def render() -> None:
         st.info(t("lessons.no_question", model=lesson.parts[lesson.asks].model), icon="ℹ️")
     else:
         q = lesson.ask(runs, lang())
+        poll_ui.offer_lesson(lesson, runs, texts)  # presenter mode: the same question for the class
         revealed = draw_question(q, n)
         answers = st.session_state.get(ANSWERS_KEY, {})
         right = st.session_state.setdefault("_lesson_results", {})

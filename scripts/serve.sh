@@ -31,8 +31,12 @@
 #
 # Environment: PYTHON (the interpreter of every python this script runs)        [python]
 #   ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE=1 with no ATTENTION_EXPLORER_ACCESS_CODE: exit 2 at once.
-#   The replicas get ATTENTION_EXPLORER_STATE_DIR (the access limits they share; default: the run
-#   folder) and ATTENTION_EXPLORER_TRUSTED_PROXIES=127.0.0.1 (this nginx).
+#   The replicas get ATTENTION_EXPLORER_STATE_DIR (the access limits and the class's poll answers
+#   they share, explorer/store.py and explorer/poll.py; default: the run folder) and
+#   ATTENTION_EXPLORER_TRUSTED_PROXIES=127.0.0.1 (this nginx).
+#   ATTENTION_EXPLORER_PRESENTER_KEY: the key that opens "Ask the class" in presenter mode; unset, a
+#   key is made for this run and printed once, here (never to a log). ATTENTION_EXPLORER_POLL_STORE
+#   (sqlite:///path or redis://host:port/db) replaces the run folder's polls.sqlite3.
 #
 # Sticky sessions. A Streamlit session is one websocket, and the download URLs a page makes are
 # served by the process that made them: both must reach the same replica. nginx gives every
@@ -80,7 +84,7 @@ while [ $# -gt 0 ]; do
         --exempt) exempt="$2"; shift 2 ;;
         --access-code) access_code="$2"; shift 2 ;;
         --trusted-proxy) trusted="$2"; shift 2 ;;
-        -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,61p' "$0"; exit 0 ;;
         *) echo "serve.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -108,6 +112,14 @@ case "$access_code" in
         ;;
     *) echo "serve.sh: --access-code takes only 'generate' (a code typed on the command line shows in ps and the shell history); for a code of your own, export ATTENTION_EXPLORER_ACCESS_CODE" >&2; exit 2 ;;
 esac
+# the presenter key for class polls (explorer/poll_ui.py): the host's, or one made for this run
+presenter_made=""
+if [ -z "${ATTENTION_EXPLORER_PRESENTER_KEY:-}" ]; then
+    ATTENTION_EXPLORER_PRESENTER_KEY=$("$PY" -c "import secrets; a = 'abcdefghijkmnpqrstuvwxyz23456789'; c = ''.join(secrets.choice(a) for _ in range(15)); print('-'.join(c[i:i + 5] for i in range(0, 15, 5)))") \
+        || { echo "serve.sh: $PY could not make a presenter key" >&2; exit 2; }
+    presenter_made=1
+fi
+export ATTENTION_EXPLORER_PRESENTER_KEY
 # a host who asks for a code and gives none: stop before anything starts (explorer/access.py)
 if ! why=$("$PY" -c "from explorer.access import check_required; check_required()" 2>&1); then
     echo "serve.sh: $why" >&2
@@ -344,6 +356,9 @@ done
 bounds="per client address: at most $conns connections, $rate page loads/min (0 = no bound)"
 if [ "$access_code" = generate ]; then  # once, here: never to serve.log or a replica's log
     echo "Access code (made for this run, shown only here): $ATTENTION_EXPLORER_ACCESS_CODE"
+fi
+if [ -n "$presenter_made" ]; then  # once, here: never to serve.log or a replica's log
+    echo "Presenter key (opens Ask the class in presenter mode; made for this run, shown only here): $ATTENTION_EXPLORER_PRESENTER_KEY"
 fi
 echo "Attention Explorer: http://$address:$port ($replicas replicas, sticky sessions, supervised; $bounds; logs in $run; Ctrl-C stops)"
 "$NGINX" -c "$run/nginx.conf" -p "$run" -g "daemon off;" &

@@ -31,6 +31,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 HAVE_NGINX = bool(shutil.which("nginx") or Path("/usr/sbin/nginx").exists())
 ROOT = Path(__file__).resolve().parent.parent
 CODE_LINE = re.compile(r"^Access code \(made for this run, shown only here\): ([a-km-np-z2-9]{5}(?:-[a-km-np-z2-9]{5}){3})$")
+PRESENTER_LINE = re.compile(r"^Presenter key \(opens Ask the class in presenter mode; made for this run, shown only "
+                            r"here\): ([a-km-np-z2-9]{5}(?:-[a-km-np-z2-9]{5}){2})$")
 
 
 def test_a_short_workshop_runs_without_a_single_error():
@@ -97,6 +99,7 @@ def serve(*args: str, env: dict | None = None, timeout: float = 300):
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHON": sys.executable,
                 "PATH": "/usr/sbin:/usr/bin:/bin", **(env or {})}  # no `python` on the path but $PYTHON
     full_env.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
+    full_env.pop("ATTENTION_EXPLORER_PRESENTER_KEY", None)
     proc = subprocess.Popen(["sh", "scripts/serve.sh", "--replicas", "1", "--port", str(port), *args], cwd=ROOT,
                             env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -216,6 +219,8 @@ def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its
         code = codes[0]
         assert len(code.replace("-", "")) == 20  # 20 characters from 32: 100 bits
         assert sum(code in line for line in out + err) == 1
+        keys = [m.group(1) for m in map(PRESENTER_LINE.match, out) if m]  # the class polls' presenter key
+        assert len(keys) == 1 and sum(keys[0] in line for line in out + err) == 1, out
 
         # uploads refused by the balancer, whatever the path and method; bodies bounded
         for method in ("PUT", "POST"):
@@ -269,7 +274,7 @@ def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its
         # the code is in no file of the run: serve.log, the replica's log, nginx's, the config
         for f in run.rglob("*"):
             if f.is_file() and not f.name.startswith("limits.sqlite3"):
-                assert code not in f.read_text(errors="replace"), f
+                assert code not in f.read_text(errors="replace") and keys[0] not in f.read_text(errors="replace"), f
 
 
 def test_serve_sh_asked_for_a_code_and_given_none_stops_at_once(tmp_path):

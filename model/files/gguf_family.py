@@ -244,13 +244,20 @@ def _assemble(f, tt: TextTokenizer, spm: bool, shapes: dict, source: str, arch: 
 
 
 def _load_state(m: Transformer, state: dict[str, torch.Tensor], source: str, arch: str) -> Transformer:
+    """``m`` with ``state``'s tensors as its weights, laid out for the CPU (lay_out_weights). ``state``
+    is emptied: lay_out_weights copies W_Q, W_K, W_V and the narrowing projections into new tensors one
+    module at a time, and each old tensor is freed as its copy is made only if nothing else holds it.
+    A caller that kept the dict kept every old tensor to the end: SmolLM2's load from its float cache
+    peaked at 1002 MB, 904 MB with the dict emptied (bench/results/smollm2-load-peak-20261128.txt)."""
+    given = state
     if m.family.tie_word_embeddings:
         state = {**state, "unembed.weight": state["decoder.embed.weight"]}
     try:
         m.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as e:
         raise WeightsError(f"{source} does not match the {arch} architecture: {e}") from None
-    del state  # lay_out_weights copies some tensors into new layouts: the old ones go with the state
+    given.clear()
+    del state, given
     return m.lay_out_weights().requires_grad_(False).eval()
 
 
@@ -305,7 +312,7 @@ def _read_gguf(path: Path, name: str | None, description: str):
             state[mine] = w.contiguous()
     kept = {"config": json.dumps(config), "tokenizer": tok.to_str(), "specials": json.dumps(specials),
             "arch": arch, "spm": "1" if spm else "0"}
-    return _load_state(m, state, source, arch), kept, state
+    return _load_state(m, dict(state), source, arch), kept, state  # the float cache writes state's layouts
 
 
 # --- the float cache (model/files/float_cache.py) ----------------------------------------------
@@ -323,6 +330,7 @@ def _from_cache(conv: Path, path: Path, name: str | None, description: str) -> T
     if found is None:
         return None
     meta, state = found
+    del found  # _load_state empties state: no other name may keep its tensors
     try:
         arch, source = meta["arch"], f"{conv.name} ({meta['arch']})"
         f = _family(json.loads(meta["config"]), conv.name, arch)

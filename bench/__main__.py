@@ -12,6 +12,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --only floor --baseline main   # ... and another revision's explorer, same run
     python -m bench --only noisy            # 30 learners and one noisy address through serve.sh (bench/noisy.py)
     python -m bench --only soak             # 30 learners on one process for 30 minutes: RSS growth, p95 drift (bench/soak.py)
+    python -m bench --only poll             # 60 learners answer a class poll through serve.sh, a replica killed (bench/poll.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -455,12 +456,17 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a short smoke run")
     p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
                    help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency; "
-                        "and floor, noisy, soak, only when named)")
+                        "and floor, noisy, soak, poll, only when named)")
     p.add_argument("--noisy-bounds", choices=("on", "off", "both"), default="on",
                    help="noisy: serve.sh with its per-client bounds, without them, or both runs")
     p.add_argument("--soak-minutes", type=float, default=30.0,
                    help="soak: minutes of clicking (the first and last five compared; a shorter run: its first and last sixth)")
     p.add_argument("--soak-learners", type=int, default=30, help="soak: learners on the one server process")
+    p.add_argument("--poll-learners", type=int, default=60, help="poll: learners answering within the window")
+    p.add_argument("--poll-window", type=float, default=10.0, help="poll: seconds in which every learner taps")
+    p.add_argument("--poll-others", type=int, default=10, help="poll: other learners clicking the explorer meanwhile")
+    p.add_argument("--poll-store", choices=("sqlite", "redis"), default="sqlite",
+                   help="poll: the store the replicas share (a SQLite file, or a redis-server started here)")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -491,7 +497,7 @@ def main(argv=None) -> int:
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy", "soak"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy", "soak", "poll"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     if not (a.soak_minutes > 0 and a.soak_learners >= 1):
@@ -515,6 +521,7 @@ def main(argv=None) -> int:
         a.sessions, a.seconds, think, a.reruns, a.arrival = min(a.sessions, 3), min(a.seconds, 12.0), (0.5, 1.0), 0, 1.0
         configs, a.window, act = [(3, 0)], min(a.window, 10.0), (0.5, 1.0)
         a.soak_minutes, a.soak_learners = min(a.soak_minutes, 1.0), min(a.soak_learners, 4)
+        a.poll_learners, a.poll_others = min(a.poll_learners, 6), min(a.poll_others, 2)
 
     if a.malloc == "app":
         from model.runtime import malloc as model_malloc  # `import model` applies them; tune() says what it did
@@ -580,7 +587,16 @@ def main(argv=None) -> int:
                                              p_sentence=a.p_sentence, arrival=a.arrival)
         if a.json is None:
             a.json = ROOT / "bench" / "results" / f"soak-{dt.datetime.now():%Y%m%d-%H%M}.json"
+    if "poll" in only:
+        from . import poll
+
+        res["poll"] = poll.run(learners=a.poll_learners, window=a.poll_window, others=a.poll_others, store=a.poll_store,
+                               log=lambda m: print(m, file=sys.stderr, flush=True))
+        if a.json is None:
+            a.json = ROOT / "bench" / "results" / f"poll-{a.poll_store}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
     res["targets"] = targets(res, full=not a.quick)
+    if res.get("poll"):
+        res["targets"].update(poll.targets(res["poll"]))
     for r in res.get("noisy", []):
         res["targets"].update(noisy.targets(r))
     if res.get("soak"):
@@ -591,6 +607,8 @@ def main(argv=None) -> int:
         print(noisy.format_table(res["noisy"]))
     if res.get("soak"):
         print(soak.format_table(res["soak"]))
+    if res.get("poll"):
+        print(poll.format_table(res["poll"]))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")

@@ -276,11 +276,16 @@ class Session:
             with contextlib.suppress(Exception):
                 await self.ws.close()
 
-    async def rerun(self, widgets: dict[str, str | float] | None = None) -> RunResult:
+    def seen(self, delta, element) -> None:
+        """Every new element the server sends (``delta``: its Delta, whose ``fragment_id`` names the
+        fragment it belongs to): nothing here; bench/poll.py reads the poll's words and count."""
+
+    async def rerun(self, widgets: dict[str, str | float | bool] | None = None, *, fragment_id: str = "") -> RunResult:
         """Ask for a script run (with the text area set to ``widgets["text"]``, etc.) and read
         everything the server sends until the run finishes. A widget's value is what the browser
         sends: a string for text, select boxes and radios (the option as shown), a number for a
-        slider."""
+        slider, True for a button's click. ``fragment_id``: a fragment's own rerun (what the browser
+        sends for a widget inside a fragment, or at the fragment's ``run_every``)."""
         from streamlit.proto.Alert_pb2 import Alert
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -289,6 +294,8 @@ class Session:
         cs = back.rerun_script
         cs.query_string = self.query
         cs.page_script_hash = self.page_hash
+        if fragment_id:
+            cs.fragment_id = fragment_id
         known = self.cached
         cs.cached_message_hashes.extend(sorted(known))  # the server may send references
         self.recent.append(set())
@@ -297,7 +304,9 @@ class Session:
                 raise KeyError(f"the page has no widget with key {key!r} (yet)")
             w = cs.widget_states.widgets.add()
             w.id = self.widget_ids[key]
-            if isinstance(value, (int, float)):
+            if value is True:  # a button's click
+                w.trigger_value = True
+            elif isinstance(value, (int, float)):
                 w.double_array_value.data.append(float(value))
             else:
                 w.string_value = value
@@ -332,6 +341,7 @@ class Session:
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 el = msg.delta.new_element
                 ek = el.WhichOneof("type")
+                self.seen(msg.delta, el)
                 if ek == "exception":
                     res.errors.append(f"exception: {el.exception.type}: {el.exception.message[:200]}")
                 elif ek == "alert":

@@ -1,0 +1,360 @@
+"""A class answers through the real balancer, one replica killed in the middle: ``python -m bench --only poll``.
+
+``scripts/serve.sh --replicas 2`` (nginx, sticky sessions, supervised replicas, hosted mode), the
+answers in one store every replica opens (``--poll-store sqlite``: a SQLite file, the default of a
+machine; ``redis``: a real ``redis-server`` started here). Everyone speaks Streamlit's websocket
+protocol as a browser does (bench/server.py's ``Session``):
+
+- **The presenter** opens the explorer's default page in presenter mode, gives the presenter key,
+  opens "which token does this head attend to?" from its view (the buttons of the page, as clicked),
+  then re-runs the poll's fragment every second, as the browser's ``run_every`` timer does, and
+  reads the count it shows. If its replica is the one killed, its page reconnects (the poll comes
+  back from its URL) as a browser's does.
+- **60 learners** (``--poll-learners``) open the learner link (``?poll=<id>&me=<their id>``, a
+  quarter in Korean), re-run their fragment every 3 s as the page's timer does, and each taps a
+  choice at a random moment of the same 10 s window (``--poll-window``); 30 % change their mind a
+  moment later. Half way through the window one replica's streamlit process is killed (SIGKILL); a
+  learner whose connection drops reconnects through the balancer (to the other replica), draws the
+  page again from its URL (same learner id) and sends its last tap again, whether or not it had
+  been counted before the kill.
+- **Other learners** (``--poll-others``, 10) use the explorer at the same time, clicking a layer
+  or head every 3-6 s, reconnecting the same way.
+
+Measured and printed: whether every learner's last choice is the one stored and the total is the
+number of learners (each counted once); how soon the presenter's count showed each first answer
+after its tap was sent (p50/p95/max; floor 2 s); the learners' tap latencies; the other learners'
+click p95 against the workshop floor (bench/stats.py); reconnects and errors. Writes
+bench/results/poll-<date>.json unless --json says where.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+from . import server as sv
+from . import stats as bstats
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "bench-presenter-key"
+TEXT = "the cat sat on the mat"
+PRESENTER_EVERY_S = 1.0
+LEARNER_EVERY_S = 3.0
+COUNT_FLOOR_S = 2.0
+
+
+class Watch(sv.Session):
+    """A Session that keeps what a poll page shows: the fragment its buttons (or its count) are in,
+    the count, the learner link, the alerts."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.fragment = ""
+        self.metric: str | None = None
+        self.code: str | None = None
+        self.alerts: list[str] = []
+
+    def seen(self, delta, element) -> None:
+        kind = element.WhichOneof("type")
+        if kind == "metric":
+            self.metric = element.metric.body
+            self.fragment = delta.fragment_id or self.fragment
+        elif kind == "button" and delta.fragment_id:
+            self.fragment = delta.fragment_id
+        elif kind == "code":
+            self.code = element.code.code_text
+        elif kind == "alert":
+            self.alerts.append(element.alert.body)
+
+
+async def presenter(port: int, out: dict, stop: asyncio.Event, opened: asyncio.Future) -> None:
+    query = f"present=1&lang=en&text={quote(TEXT)}"
+    t_open = None
+    s = None
+    while not stop.is_set():
+        try:
+            s = Watch(port, query=query, run_timeout=60, sticky=True)
+            await s.__aenter__()
+            r = await s.rerun()
+            out["errors"] += [f"presenter: {e}" for e in r.errors]
+            if not opened.done():
+                r = await s.rerun({"_poll_key": KEY, "poll_key_submit": True})
+                t_open = time.monotonic()
+                r = await s.rerun({"poll_open_view": True})
+                out["open_s"] = time.monotonic() - t_open
+                link = s.code or ""
+                pid = parse_qs(urlsplit(link).query).get("poll", [""])[0]
+                if not pid:
+                    raise RuntimeError(f"the presenter's page showed no learner link ({s.alerts[-3:]})")
+                out["learner_link"] = link
+                opened.set_result(pid)
+            query = s.query  # its URL: the poll it shows (asked=...)
+            if s.metric is not None:  # the page drawn (again, after a reconnect) shows the count at once
+                out["seen"].append((time.monotonic(), int(s.metric)))
+            while not stop.is_set():
+                await asyncio.sleep(PRESENTER_EVERY_S)
+                r = await s.rerun(fragment_id=s.fragment)
+                out["errors"] += [f"presenter: {e}" for e in r.errors]
+                if s.metric is not None:
+                    out["seen"].append((time.monotonic(), int(s.metric)))
+        except Exception as e:  # its replica killed: the page reconnects, as a browser's does
+            if not opened.done():
+                opened.set_exception(e)
+                return
+            out["reconnects"] += 1
+            out["reconnect_at"].append(time.monotonic())
+            await asyncio.sleep(0.5)
+        finally:
+            if s is not None:
+                await s.__aexit__(None, None, None)
+
+
+async def learner(i: int, port: int, pid: str, n: int, plan: dict, out: dict, stop: asyncio.Event) -> None:
+    """Open the learner page, refresh every 3 s, tap at the planned moments; reconnect and replay."""
+    me = f"bench-learner-{i:04d}"
+    query = f"poll={pid}&lang={'ko' if i % 4 == 0 else 'en'}&me={me}"
+    taps = list(plan["taps"])  # (monotonic time, choice)
+    last: int | None = None
+    pending = False  # a tap sent whose answer the page has not confirmed
+    while not stop.is_set():
+        s = Watch(port, query=query, run_timeout=60, sticky=True)
+        try:
+            await s.__aenter__()
+            r = await s.rerun()
+            out["errors"] += [f"learner {i}: {e}" for e in r.errors]
+            if pending and last is not None:  # the replay: the same tap, on whichever replica answers now
+                t0 = time.monotonic()
+                r = await s.rerun({f"poll_choice_{last}": True}, fragment_id=s.fragment)
+                out["replays"] += 1
+                out["tap_s"].append(time.monotonic() - t0)
+                plan.setdefault("done", []).append(time.monotonic())
+                pending = False
+            next_refresh = time.monotonic() + LEARNER_EVERY_S
+            while not stop.is_set():
+                now = time.monotonic()
+                if taps and taps[0][0] <= now:
+                    _, last = taps.pop(0)
+                    pending = True
+                    t0 = time.monotonic()
+                    plan.setdefault("sent", []).append(t0)
+                    r = await s.rerun({f"poll_choice_{last}": True}, fragment_id=s.fragment)
+                    pending = False
+                    out["tap_s"].append(time.monotonic() - t0)
+                    plan.setdefault("done", []).append(time.monotonic())
+                    out["errors"] += [f"learner {i} tap: {e}" for e in r.errors]
+                    if any("not counted" in a or "Try again" in a for a in s.alerts[-2:]):
+                        out["refused"].append((i, s.alerts[-1][:120]))
+                elif now >= next_refresh:
+                    r = await s.rerun(fragment_id=s.fragment)
+                    next_refresh = time.monotonic() + LEARNER_EVERY_S
+                    out["refreshes"] += 1
+                    out["errors"] += [f"learner {i} refresh: {e}" for e in r.errors]
+                else:
+                    wake = min([next_refresh] + [t for t, _ in taps[:1]])
+                    try:
+                        await asyncio.wait_for(stop.wait(), max(0.01, wake - now))
+                    except asyncio.TimeoutError:
+                        pass
+        except Exception as e:
+            out["reconnects"] += 1
+            out["dropped"].append(f"learner {i}: {type(e).__name__}")
+            await asyncio.sleep(random.uniform(0.2, 1.0))  # the page's reconnect back-off
+        finally:
+            await s.__aexit__(None, None, None)
+    plan["last"] = last
+
+
+async def other(i: int, port: int, page: "sv.Page", out: dict, stop: asyncio.Event, rng: random.Random) -> None:
+    """A learner on the explorer, clicking a layer or head every 3-6 s; reconnects when dropped."""
+    state = {"layer": 0, "head": 0}
+    while not stop.is_set():
+        s = sv.Session(port, run_timeout=60, sticky=True)
+        try:
+            await s.__aenter__()
+            r = await s.rerun()
+            out["errors"] += [f"other {i}: {e}" for e in r.errors]
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), rng.uniform(3.0, 6.0))
+                    break
+                except asyncio.TimeoutError:
+                    pass
+                kind = rng.choice(("layer", "head"))
+                n = page.layers if kind == "layer" else page.heads
+                if n <= 1:
+                    continue
+                state[kind] = sv._other(rng, n, state[kind])
+                r = await s.rerun({kind: float(state[kind])})
+                out["clicks"].append(r.seconds)
+                out["errors"] += [f"other {i} {kind}: {e}" for e in r.errors]
+        except Exception as e:
+            out["reconnects"] += 1
+            out["dropped"].append(f"other {i}: {type(e).__name__}")
+            await asyncio.sleep(rng.uniform(0.2, 1.0))
+        finally:
+            await s.__aexit__(None, None, None)
+
+
+async def _run(bal, learners: int, window: float, others: int, seed: int, store_url: str) -> dict:
+    from explorer import poll
+
+    rng = random.Random(seed)
+    out = {"errors": [], "seen": [], "reconnects": 0, "reconnect_at": []}
+    lout = {"errors": [], "tap_s": [], "replays": 0, "reconnects": 0, "dropped": [], "refreshes": 0, "refused": []}
+    oout = {"errors": [], "clicks": [], "reconnects": 0, "dropped": []}
+    stop = asyncio.Event()
+    opened = asyncio.get_running_loop().create_future()
+    p_task = asyncio.create_task(presenter(bal.port, out, stop, opened))
+    pid = await asyncio.wait_for(opened, 300)
+    store = poll.open_store(store_url)
+    n = store.get(pid).n_choices
+    page = sv.Page.of()
+    o_tasks = [asyncio.create_task(other(i, bal.port, page, oout, stop, random.Random(rng.random())))
+               for i in range(others)]
+    # the learners arrive within 8 s, then the window starts: every tap in the same `window` seconds
+    t_arrive = time.monotonic()
+    start = t_arrive + 10.0
+    plans = []
+    for i in range(learners):
+        first = (start + rng.uniform(0, window - 2.0), rng.randrange(n))
+        taps = [first]
+        if rng.random() < 0.3:
+            taps.append((first[0] + rng.uniform(0.5, 1.5), (first[1] + rng.randrange(1, n)) % n))
+        plans.append({"taps": taps})
+    l_tasks = []
+    for i in range(learners):
+        l_tasks.append(asyncio.create_task(learner(i, bal.port, pid, n, plans[i], lout, stop)))
+        await asyncio.sleep(8.0 / learners)
+    await asyncio.sleep(max(0.0, start + window / 2 - time.monotonic()))
+    killed = bal.pids[0]
+    t_kill = time.monotonic()
+    os.kill(killed, signal.SIGKILL)
+    await asyncio.sleep(max(0.0, start + window + 8.0 - time.monotonic()))  # the window, then the replays
+    stop.set()
+    await asyncio.gather(p_task, *l_tasks, *o_tasks, return_exceptions=True)
+
+    counts = store.counts(pid)
+    wrong = []
+    for i, plan in enumerate(plans):
+        want = plan["taps"][-1][1]
+        got = store.mine(pid, f"bench-learner-{i:04d}")
+        if got != want:
+            wrong.append((i, want, got))
+    # how soon the presenter's count showed the k-th first answer, from the moment its tap was sent
+    firsts = sorted(plan["sent"][0] for plan in plans if plan.get("sent"))
+    seen = out["seen"]
+    delays = []
+    for k, t_sent in enumerate(firsts, start=1):
+        t_seen = next((t for t, v in seen if v >= k and t >= t_sent), None)
+        delays.append(None if t_seen is None else t_seen - t_sent)
+    shown = [d for d in delays if d is not None]
+    # ... and from the moment the tap's run had answered (its answer committed by then: a lower bound)
+    dones = sorted(plan["done"][0] for plan in plans if plan.get("done"))
+    after_done = []
+    for k, t_done in enumerate(dones, start=1):
+        t_seen = next((t for t, v in seen if v >= k and t >= t_done), None)
+        if t_seen is not None:
+            after_done.append(t_seen - t_done)
+    # the same, for the first answers sent over 1.5 s before the kill (no reconnect in their way)
+    before = []
+    for k, t_sent in enumerate(firsts, start=1):
+        if t_sent < t_kill - 1.5:
+            t_seen = next((t for t, v in seen if v >= k and t >= t_sent), None)
+            if t_seen is not None:
+                before.append(t_seen - t_sent)
+    # the taps whose run spanned the kill (sent before it, answered after it, or replayed)
+    spanned = sum(1 for plan in plans for t in plan.get("sent", []) if t <= t_kill <= t + 5.0)
+    return {
+        "learners": learners, "window_s": window, "others": others, "store": store.kind,
+        "killed_replica_pid": killed, "killed_at_s_into_window": round(t_kill - start, 2),
+        "counts": {str(k): v for k, v in counts.items()}, "total": sum(counts.values()),
+        "every_answer_once": not wrong and sum(counts.values()) == learners, "wrong": wrong[:10],
+        "changed_minds": sum(1 for p in plans if len(p["taps"]) > 1),
+        "taps_in_window_s": [round(min(t for p in plans for t, _ in p["taps"]) - start, 2),
+                             round(max(t for p in plans for t, _ in p["taps"]) - start, 2)],
+        "presenter_count_delay": bstats.stats(shown), "presenter_count_missed": sum(1 for d in delays if d is None),
+        "presenter_count_delay_after_answered": bstats.stats(after_done),
+        "presenter_count_delay_before_kill": bstats.stats(before), "taps_sent_within_5s_before_kill": spanned,
+        "presenter_reconnects": out["reconnects"], "presenter_open_s": out.get("open_s"),
+        "tap": bstats.stats(lout["tap_s"]), "learner_reconnects": lout["reconnects"], "replays": lout["replays"],
+        "learner_refreshes": lout["refreshes"], "refused": lout["refused"][:10],
+        "other_clicks": bstats.stats(oout["clicks"]), "other_reconnects": oout["reconnects"],
+        "errors": len(out["errors"] + lout["errors"] + oout["errors"]),
+        "error_messages": (out["errors"] + lout["errors"] + oout["errors"])[:10],
+    }
+
+
+def run(*, learners: int = 60, window: float = 10.0, others: int = 10, store: str = "sqlite", seed: int = 0,
+        log=print) -> dict:
+    t0 = time.perf_counter()
+    folder = Path(tempfile.mkdtemp(prefix="bench-poll-"))
+    redis = None
+    if store == "redis":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from redisd import REDIS, RedisServer  # the tests' own redis-server helper
+
+        if REDIS is None:
+            raise SystemExit("--poll-store redis: redis-server is not installed (sh scripts/setup.sh --dev)")
+        redis = RedisServer(folder).start()
+        url = redis.url
+    else:
+        url = f"sqlite://{folder}/polls.sqlite3"
+    env = {"ATTENTION_EXPLORER_POLL_STORE": url, "ATTENTION_EXPLORER_PRESENTER_KEY": KEY}
+    try:
+        with sv.Balancer(2, env=env) as bal:
+            log(f"poll: 2 replicas on :{bal.port}, the answers in {store}; warming up")
+            _, errors = bal.warm_up()
+            res = asyncio.run(_run(bal, learners, window, others, seed, url))
+            res["warm_up_errors"] = errors
+            res["replica_log_tail"] = bal.replica_log_tails(10) if res["errors"] else ""
+    finally:
+        if redis is not None:
+            redis.stop()
+    res["wall_s"] = time.perf_counter() - t0
+    return res
+
+
+def targets(r: dict) -> dict:
+    delay = r["presenter_count_delay"]["max_s"]
+    floor = bstats.CLICK_P95
+    return {
+        "poll.every_answer_once": {"value": {"total": r["total"], "learners": r["learners"], "wrong": len(r["wrong"])},
+                                   "target": "every learner's last choice stored, each counted once",
+                                   "ok": r["every_answer_once"]},
+        "poll.presenter_count_s": {"value": delay, "target": f"max <= {COUNT_FLOOR_S}",
+                                   "ok": delay is not None and delay <= COUNT_FLOOR_S and not r["presenter_count_missed"]},
+        "poll.other_learners_click_p95": {"value": r["other_clicks"]["p95_s"], "target": f"<= {floor}",
+                                          "ok": (r["other_clicks"]["p95_s"] or 0) <= floor},
+    }
+
+
+def format_table(r: dict) -> str:
+    def cell(st):
+        return "—" if not st["n"] else f"{st['p50_s']:.2f}/{st['p95_s']:.2f}/{st['max_s']:.2f} (n={st['n']})"
+
+    lines = [
+        "",
+        f"poll: {r['learners']} learners answer within {r['window_s']:.0f} s through 2 replicas behind nginx "
+        f"({r['store']} store); replica pid {r['killed_replica_pid']} killed {r['killed_at_s_into_window']} s into the window",
+        f"  answers: total {r['total']} of {r['learners']} learners, every last choice stored once: "
+        f"{'yes' if r['every_answer_once'] else 'NO ' + str(r['wrong'])}; {r['changed_minds']} changed their mind; "
+        f"counts {r['counts']}",
+        f"  presenter's count after a tap was sent, p50/p95/max s: {cell(r['presenter_count_delay'])}; "
+        f"missed {r['presenter_count_missed']}; presenter reconnects {r['presenter_reconnects']}",
+        f"  ... after the tap's run had answered (a lower bound): {cell(r['presenter_count_delay_after_answered'])}; "
+        f"taps sent in the 5 s before the kill: {r['taps_sent_within_5s_before_kill']}",
+        f"  ... first answers sent over 1.5 s before the kill: {cell(r['presenter_count_delay_before_kill'])}",
+        f"  learners' taps p50/p95/max s: {cell(r['tap'])}; reconnects {r['learner_reconnects']}, replays "
+        f"{r['replays']}, refreshes {r['learner_refreshes']}",
+        f"  other learners' clicks p50/p95/max s: {cell(r['other_clicks'])} (floor p95 <= {bstats.CLICK_P95}); "
+        f"reconnects {r['other_reconnects']}",
+        f"  errors {r['errors']}" + "".join(f"\n    {e[:150]}" for e in r["error_messages"][:5]),
+    ]
+    return "\n".join(lines)
+

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY = "bench-presenter-key"
 TEXT = "the cat sat on the mat"
 PRESENTER_EVERY_S = 1.0
-LEARNER_EVERY_S = 3.0
+LEARNER_EVERY_S = 3.0  # as explorer/poll_ui.py's LEARNER_REFRESH_S: the learner page's own timer
 COUNT_FLOOR_S = 2.0
 
 
@@ -272,6 +272,7 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     spanned = sum(1 for plan in plans for t in plan.get("sent", []) if t <= t_kill <= t + 5.0)
     return {
         "learners": learners, "window_s": window, "others": others, "store": store.kind,
+        "learner_refresh_s": LEARNER_EVERY_S,
         "killed_replica_pid": killed, "killed_at_s_into_window": round(t_kill - start, 2),
         "counts": {str(k): v for k, v in counts.items()}, "total": sum(counts.values()),
         "every_answer_once": not wrong and sum(counts.values()) == learners, "wrong": wrong[:10],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
@@ -79,7 +80,7 @@ def tap(page, i: int) -> None:
 
 
 def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, browser, redis_url):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     presenter = ctx.new_page()
     t0 = time.time()
     timings = {}
@@ -110,10 +111,15 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
     assert metric(presenter) == "0"
 
     timings["poll_opened_s"] = round(time.time() - t0, 1)
-    # three learners: two in English, one in Korean
+    # three learners: two in English, one in Korean; the Korean one in a browser of its own that carries
+    # the balancer's sticky cookie, as behind serve.sh's nginx: its learner id comes from the cookie
+    # (the same for a second tab or a second scan), never the cookie itself
+    other = browser.new_context(viewport={"width": 390, "height": 844})
+    cookie = "0123456789abcdef0123456789abcdef"
+    other.add_cookies([{"name": "ae_replica", "value": cookie, "url": server}])
     learners = []
-    for lang in ("en", "en", "ko"):  # opened together, as a class does
-        page = ctx.new_page()
+    for context, lang in ((ctx, "en"), (ctx, "en"), (other, "ko")):  # opened together, as a class does
+        page = context.new_page()
         page.set_viewport_size({"width": 390, "height": 844})  # a phone
         page.goto(link.replace("lang=en", f"lang={lang}"), wait_until="domcontentloaded")
         learners.append(page)
@@ -150,7 +156,12 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
         assert i18n.t("fig.poll_model", lang) in text and i18n.t("fig.poll_class_n", lang, n=3) in text
         no_exception(page)
     wait_for_plots(presenter, 2, timeout=15)  # the view's figure and the reveal's
-    assert presenter.get_by_role("button", name=i18n.t("poll.csv", "en")).count() == 1
+    with presenter.expect_download(timeout=30_000) as dl:  # the class's answers for the teacher: no learner id
+        presenter.get_by_role("button", name=i18n.t("poll.csv", "en")).click()
+    rows = Path(dl.value.path()).read_bytes().decode("utf-8-sig").strip().split("\r\n")  # CRLF, RFC 4180
+    assert rows[0] == "question,choice,count" and len(rows) == 1 + p.n_choices
+    assert [int(r.rsplit(",", 1)[1]) for r in rows[1:]] == [store.counts(pid)[i] for i in range(p.n_choices)]
+    assert not any(x in "".join(rows) for x in ("learner", parse_qs(urlsplit(en.url).query)["me"][0]))
 
     timings["revealed_s"] = round(time.time() - t0, 1)
     # ask again: answers cleared, the learners' pages open again; a reloaded page is the same learner
@@ -165,16 +176,7 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
     tap(en, 2)
     wait_count(presenter, 1)
     assert store.counts(pid)[2] == 1 and store.mine(pid, me) == 2
-    # behind the balancer each browser carries its sticky cookie: its learner id comes from it (the
-    # same for a second tab or a second scan), never the cookie itself
-    other = browser.new_context(viewport={"width": 390, "height": 844})
-    cookie = "0123456789abcdef0123456789abcdef"
-    other.add_cookies([{"name": "ae_replica", "value": cookie, "url": server}])
-    tab = other.new_page()
-    tab.goto(link, wait_until="domcontentloaded")
-    tab.wait_for_function("() => location.search.includes('me=')", timeout=30_000)
-    assert parse_qs(urlsplit(tab.url).query)["me"][0] == poll_ui.browser_learner(pid, cookie)
-    learners.append(tab)
+    assert parse_qs(urlsplit(ko.url).query)["me"][0] == poll_ui.browser_learner(pid, cookie)
     for page in [presenter, *learners]:
         no_exception(page)
     timings["done_s"] = round(time.time() - t0, 1)

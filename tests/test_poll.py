@@ -361,3 +361,33 @@ def test_a_link_to_no_poll_says_so_in_the_learners_language_without_loading_a_mo
         assert [w.value for w in at.warning] == [i18n.t("poll.refused.unknown", lang)]
         assert not at.get("plotly_chart") and not at.selectbox and not at.slider  # no explorer, no model run
     monkeypatch.setattr(poll, "_shared", None)
+
+
+def test_the_lessons_page_in_presenter_mode_opens_its_question_to_the_class(tmp_path, monkeypatch):
+    """A laptop (no key): presenter mode on lesson 4, "Ask the class" opens the lesson's own question
+    in both languages, and the panel shows its count and the learner link (AppTest, the real page)."""
+    from helpers import APP
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv(poll.STORE_ENV, f"sqlite://{tmp_path}/{poll.FILENAME}")
+    monkeypatch.delenv("ATTENTION_EXPLORER_PRESENTER_KEY", raising=False)
+    monkeypatch.delenv("ATTENTION_EXPLORER_HOSTED", raising=False)
+    monkeypatch.setattr(poll, "_shared", None)
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in (("present", "1"), ("lesson", "4"), ("lang", "ko")):
+        at.query_params[k] = v
+    at.run()
+    at = at.switch_page("lessons/page.py").run()
+    assert not at.exception
+    ask = at.button(key="poll_open_lesson")
+    assert ask.label == i18n.t("poll.offer_lesson", "ko", n=4)
+    at = ask.click().run()
+    assert not at.exception
+    p = poll.open_store(f"sqlite://{tmp_path}/{poll.FILENAME}").get(at.session_state["_poll_live"])
+    assert p.meta["kind"] == "lesson" and p.meta["lesson"] == 4
+    assert p.choices["en"] == [i18n.t(f"lesson.4.{k}", "en") for k in ("larger", "smaller", "same")]
+    assert p.choices["ko"] == [i18n.t(f"lesson.4.{k}", "ko") for k in ("larger", "smaller", "same")]
+    assert [m.value for m in at.metric] == ["0"]
+    link = [c.value for c in at.code if "poll=" in c.value]
+    assert link and f"poll={p.id}" in link[0] and "lang=ko" in link[0]
+    monkeypatch.setattr(poll, "_shared", None)

@@ -391,3 +391,42 @@ def test_the_lessons_page_in_presenter_mode_opens_its_question_to_the_class(tmp_
     link = [c.value for c in at.code if "poll=" in c.value]
     assert link and f"poll={p.id}" in link[0] and "lang=ko" in link[0]
     monkeypatch.setattr(poll, "_shared", None)
+
+
+def test_the_learner_page_answers_changes_is_bounded_per_page_and_sits_behind_the_access_code(tmp_path, monkeypatch):
+    """The learner page in the real app (AppTest, no model): a tap answers, another changes the answer,
+    past the page's bound a tap is refused with the quota's words and the stored answer stays; with an
+    access code set, the poll is not shown before the code."""
+    from helpers import app
+
+    url = f"sqlite://{tmp_path}/{poll.FILENAME}"
+    monkeypatch.setenv(poll.STORE_ENV, url)
+    monkeypatch.setenv("ATTENTION_EXPLORER_QUOTAS", "1")
+    monkeypatch.setenv("ATTENTION_EXPLORER_POLL_ANSWERS_PER_MINUTE", "1")
+    monkeypatch.setenv("ATTENTION_EXPLORER_POLL_ANSWERS_BURST", "2")
+    monkeypatch.setattr(poll, "_shared", None)
+    s = poll.open_store(url)
+    pid = s.create(Q, CHOICES, meta={"sentence": "the cat <b>"})
+    at = app(timeout=60, poll=pid, lang="en")
+    assert not at.exception and not at.selectbox
+    me = at.query_params["me"][-1] if isinstance(at.query_params["me"], list) else at.query_params["me"]
+    assert poll.valid_learner(me) and [b.label for b in at.button][:2] == [md(CHOICES["en"][0]), md(CHOICES["en"][1])]
+    at = at.button(key="poll_choice_1").click().run()
+    assert s.mine(pid, me) == 1
+    at = at.button(key="poll_choice_2").click().run()
+    assert s.mine(pid, me) == 2 and s.counts(pid)[2] == 1  # changed, counted once
+    at = at.button(key="poll_choice_0").click().run()  # the third tap in a minute: over the bound
+    assert s.mine(pid, me) == 2
+    assert any("Try again in" in w.value for w in at.warning), [w.value for w in at.warning]
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_ACCESS_CODE", "tiger-42")
+    gated = app(timeout=60, poll=pid, lang="en")
+    assert not gated.exception and not [b for b in gated.button if b.key and b.key.startswith("poll_choice")]
+    assert any(t.value == i18n.t("access.heading", "en") for t in gated.header)
+    monkeypatch.setattr(poll, "_shared", None)
+
+
+def md(text: str) -> str:
+    from explorer.poll_ui import md as escape
+
+    return escape(text)

@@ -49,7 +49,7 @@ def test_default_page_shows_one_stage_and_one_control_to_move_along():
     assert not at.main.radio and not at.get("button_group")
     nav = at.selectbox(key="nav")
     info = model.load("seed").info
-    want = [sid for sid in stages.STAGE_IDS if stages.applies(sid, info, "encoder.self_attn")
+    want = [sid for _, ids in stages.SECTIONS for sid in ids if stages.applies(sid, info, "encoder.self_attn")
             and not stages.REGISTRY[sid].needs and not stages.REGISTRY[sid].on_demand and sid != "decoding"]
     labels = [f"{i + 1}. {stages.stage_title(sid, 'en')}" for i, sid in enumerate(want)]
     pages = [f"Page: {i18n.t(f'section_{v}', 'en')}" for v in VIEWS if v != "stage"]
@@ -133,7 +133,7 @@ def test_every_block_layer_and_head_in_korean():
         at.sidebar.slider(key="layer").set_value(1)
         at.sidebar.slider(key="head").set_value(3).run()
         ok(at)
-        assert charts(at) == 5
+        assert charts(at) == 5 + (block != "decoder.cross_attn")  # qk_terms: self-attention blocks only
         assert at.query_params["block"] == [block] or at.query_params["block"] == block
 
 
@@ -361,7 +361,7 @@ def test_a_fetched_real_model_draws_its_page():
         pytest.skip(f"smollm2 not fetched (run `{fetch.fetch_command('smollm2')}`)")
     at = app(model="smollm2", view="scores")
     ok(at)
-    assert charts(at) == 5
+    assert charts(at) == 6  # qk, scaled, mask, masked, softmax, rope_bands
 
 
 def test_missing_seed_weights_fall_back_to_the_untrained_model(monkeypatch, tmp_path):

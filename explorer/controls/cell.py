@@ -17,7 +17,11 @@ log = logging.getLogger("attention_explorer")
 
 
 def cell_controls(page: Page) -> dict:
-    """The query and key of the one-cell derivation."""
+    """The query and key of the one-cell derivation; drawn once a page (the stages of issue 35 read the
+    same query and key: explorer/controls/why.py), later groups reuse them."""
+    if getattr(page, "cell_drawn", False):
+        return {}
+    page.cell_drawn = True
     q_toks, k_toks, _, _ = axis_tokens(page.run, page.sel.block, page.sel.sentence, page.sel.layer)
     st.session_state["query"] = inputs.clip(keep("query", 0), len(q_toks))
     st.session_state["key"] = inputs.clip(keep("key", 0), len(k_toks))

@@ -13,7 +13,7 @@ from . import style
 from .matrix import Grid, heatmap, token_axes
 
 _lab = style.with_labels
-BAND_TABLE_ROWS = 250_000  # the long table of rope_bands: every real query while it fits, else the one shown
+BAND_TABLE_ROWS = 250_000  # the long tables (qk_terms, rope_bands): every real query while it fits, else the one shown
 
 
 def _long(L: dict, name: str, parts: dict, n_q: int, n_k: int, queries: Sequence[int] | None = None) -> pd.DataFrame:
@@ -35,7 +35,8 @@ def qk_terms_figure(terms: dict[str, np.ndarray], score: np.ndarray, names: dict
                     subtitle: str | None = None, labels: dict | None = None) -> tuple[go.Figure, pd.DataFrame]:
     """The parts of the scores (``terms``: name -> (n_q, n_k), real tokens only; ``names``: their
     labels) as heatmaps on one colour scale, and the cell (query, key)'s parts as bars beside their
-    sum and the model's own score ``score`` (n_q, n_k). Table: query, key, term, value."""
+    sum and the model's own score ``score`` (n_q, n_k). Table: query, key, term, value (every real query
+    while it fits in BAND_TABLE_ROWS rows, else the query shown)."""
     L = _lab(labels)
     keys = list(terms)
     n_q, n_k = score.shape
@@ -71,7 +72,8 @@ def qk_terms_figure(terms: dict[str, np.ndarray], score: np.ndarray, names: dict
                                                zerolinecolor="#888888"))
     fig = g.figure(traces, title=title, subtitle=subtitle, height=int(min(1000, max(620, 200 + 44 * n_q))),
                    coloraxis=style.scores_axis(zmax, L["value"]))
-    return fig, _long(L, "term", {names[k]: terms[k] for k in keys}, n_q, n_k)
+    queries = None if len(keys) * n_q * n_k <= BAND_TABLE_ROWS else [query]
+    return fig, _long(L, "term", {names[k]: terms[k] for k in keys}, n_q, n_k, queries)
 
 
 def band_label(b: int, theta: float | None) -> str:

@@ -40,8 +40,12 @@ def pairs(url: str) -> tuple[str, list[tuple[str, str]]]:
 def open_qr(page) -> None:
     """The QR code opens from its button in the presenter's bar (the figure fills the screen first)."""
     if page.locator(QR_IMG).count() == 0:
-        page.locator('.st-key-presenter-bar [data-testid="stPopoverButton"]').click()
+        page.get_by_role("button", name=i18n.t("present.share", page_lang(page))).click()
     page.wait_for_selector(QR_IMG, timeout=60_000)
+
+
+def page_lang(page) -> str:
+    return "ko" if "lang=ko" in page.url else "en"
 
 
 def decode_qr(page) -> list[str]:

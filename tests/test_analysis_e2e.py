@@ -67,3 +67,22 @@ def test_the_beyond_view_draws_every_analysis_in_korean(server, browser):  # noq
         page.get_by_text(stages.stage_title(sid, "ko"), exact=True).first.wait_for(timeout=60_000)
     no_exception(page)
     page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_rotary_bands_of_smollm2s_previous_token_head(server, browser, lang):  # noqa: F811
+    """Issue 35: rope_bands by link on SmolLM2's previous-token head (L16 H0): the band × key row and
+    the bands' pulls, in English and Korean."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(f"{server}/?model=smollm2&stage=rope_bands&lang={lang}&block=decoder.self_attn&layer=16&head=0"
+              f"&query=5&key=4&text=The%20quick%20brown%20fox%20jumps%20over%20the%20lazy%20dog",
+              wait_until="domcontentloaded")
+    page.wait_for_selector('h3[id="rope_bands"]', timeout=300_000)
+    wait_for_plots(page, 1, timeout=300)
+    assert stages.stage_title("rope_bands", lang) in page.locator('h3[id="rope_bands"]').inner_text()
+    kinds = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.type)")
+    assert "heatmap" in kinds and "bar" in kinds
+    bars = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData.find(t => t.type === 'bar').x.length")
+    assert bars == 32  # SmolLM2: d_head 64, every dimension rotated
+    no_exception(page)
+    page.close()

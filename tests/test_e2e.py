@@ -300,3 +300,31 @@ def test_a_long_paste_is_cut_with_notices_and_a_too_long_one_is_refused(server, 
     assert area.input_value() == taken
     no_exception(page)
     page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_why_this_head_attends_here_in_both_languages(server, browser, lang):
+    """Issue 35's stages on the seed by link: the score split (five heatmaps and the cell's bars) and
+    attention against effect (the ablations run on opening: 8 heads; a point per head, two named)."""
+    from explorer.views import stages
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(f"{server}/?model=seed&lang={lang}&stage=qk_terms&layer=0&head=1&query=3&key=2",
+              wait_until="domcontentloaded")
+    page.wait_for_selector('h3[id="qk_terms"]', timeout=60_000)
+    wait_for_plots(page, 1)
+    assert stages.stage_title("qk_terms", lang) in page.locator('h3[id="qk_terms"]').inner_text()
+    kinds = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.type)")
+    assert kinds.count("heatmap") == 5 and "bar" in kinds
+    no_exception(page)
+    page.goto(f"{server}/?model=seed&lang={lang}&stage=attention_vs_effect&block=decoder.cross_attn&layer=1"
+              f"&head=0&query=1&key=9", wait_until="domcontentloaded")
+    page.wait_for_selector('h3[id="attention_vs_effect"]', timeout=60_000)
+    page.wait_for_function("() => { const p = document.querySelector('.js-plotly-plot');"
+                           " return p && p.data && p.data.length && p.data[0].type === 'scatter'; }", timeout=120_000)
+    n = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData[0].x.length")
+    assert n == 8  # 2 decoder layers x 4 heads
+    assert page.evaluate("() => document.querySelector('.js-plotly-plot').layout.annotations.length") >= 1
+    page.wait_for_function("() => decodeURIComponent(location.search).includes('query=1')", timeout=30_000)
+    no_exception(page)
+    page.close()

@@ -131,3 +131,23 @@ def test_where_the_answer_is_made_predicted_and_revealed(server, browser, lang):
     page.get_by_text(i18n.t("stage.patching.title", lang), exact=True).first.wait_for(timeout=30_000)  # heading, figure
     no_exception(page)
     page.close()
+
+
+def test_looking_is_not_causing_predicted_and_revealed_in_korean(server, browser):  # noqa: F811
+    """Issue 35's lesson on attention against effect (the seed's cross-attention, every head ablated by
+    the lesson's page): predicted, revealed, the scatter drawn after the reveal; the answer is the
+    lesson's own run's (tests/test_why.py checks it against runs with the edit)."""
+    n = next(x.number for x in catalog.LESSONS if x.title == "lesson.effect.title")
+    q = question(n, "ko")
+    lesson = catalog.lesson(n)
+    drawn = sum(len(p.stages) for p in lesson.parts)
+    page = open_lesson(server, browser, n, "ko", drawn)
+    assert page.evaluate(PLOTS_JS) == drawn  # the scatter waits for the reveal
+    page.locator(f'{MAIN} [data-testid="stRadioOption"]').nth(q.answer).click(timeout=60_000)
+    time.sleep(0.5)
+    reveal(page, "ko")
+    page.get_by_text(i18n.t("lessons.right", "ko", answer=q.answer_text()), exact=True).wait_for(timeout=60_000)
+    wait_for_plots(page, drawn + sum(len(p.reveal) for p in lesson.parts), timeout=120)
+    page.get_by_text(i18n.t("stage.attention_vs_effect.title", "ko"), exact=True).first.wait_for(timeout=30_000)
+    no_exception(page)
+    page.close()

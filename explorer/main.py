@@ -331,6 +331,7 @@ def main() -> None:
         return
     state.prepare_process()
     shown = presenter.begin()  # ?present=1: large type, sidebar folded, a place for the QR code
+    poll_ui.begin(shown)  # presenter mode: the "Ask the class" button and the poll's place above the page
     try:
         pg = st.navigation(pages())
         pg.run()
@@ -340,6 +341,7 @@ def main() -> None:
     finally:
         remember()
         presenter.end(shown)  # the QR code of the URL as the page left it
+        poll_ui.end(shown)  # the questions the page offered, and the poll on show
 
 
 main()

@@ -1,7 +1,7 @@
 """Ask the class (issue 36): the presenter's controls and the learners' page, wired to Streamlit.
 
 **The presenter** (presenter mode, ``?present=1``): the bar has an "Ask the class" button
-(``presenter.begin`` makes its place, ``presenter.end`` calls ``presenter_controls``). It opens the
+(explorer/main.py calls ``begin`` after ``presenter.begin`` and ``end`` after ``presenter.end``). It opens the
 page's questions (``offer_view``: "which token does this head attend to?" from the explorer's
 selection; ``offer_lesson``: the lesson's question with choices) as a poll in the shared store
 (explorer/poll.py), then shows the poll above the page: a large QR code and the short link of the
@@ -258,6 +258,25 @@ def _reveal(p: poll.Poll, counts: dict, lg: str, key: str, presented: bool = Fal
 
 
 # --- the presenter: what the page offers ------------------------------------------------------------
+
+def begin(token) -> None:
+    """After ``presenter.begin`` (explorer/main.py): in presenter mode, the "Ask the class" button in
+    the presenter's bar and the place of the poll above the page. Never raises."""
+    if token is None or not getattr(token, "on", False) or getattr(token, "bar", None) is None:
+        return
+    try:
+        start_run()
+        token.ask = token.bar.popover(_t("poll.ask"), icon=":material/how_to_vote:").empty()
+        token.panel = st.container(key="poll-panel")
+    except Exception:
+        log.exception("polls: the presenter's button failed")
+
+
+def end(token) -> None:
+    """After the page and ``presenter.end``: the button's contents and the poll on show. Never raises."""
+    if token is not None and getattr(token, "on", False):
+        presenter_controls(getattr(token, "ask", None), getattr(token, "panel", None))
+
 
 def start_run() -> None:
     """At the start of a presenter page's run (presenter.begin): no offers until the page makes them;

@@ -215,6 +215,7 @@ html { font-size: 24px; }
 class Token:
     on: bool
     slot: object | None  # the placeholder the QR code goes into (presenter mode only)
+    bar: object | None = None  # the bar at the top (explorer/poll_ui.py adds its button to it)
     ask: object | None = None  # the "Ask the class" button's contents (explorer/poll_ui.py)
     panel: object | None = None  # where a poll opened to the class is shown, above the page
 
@@ -277,12 +278,7 @@ def begin() -> Token:
     # the QR code opens from a button, so that the view's figure, not the code, fills the projector
     # when the page opens (at 1920x1080 the code and its URL took the first 400 px)
     share = bar.popover(i18n.t("present.share", lang), icon=":material/qr_code_2:")
-    # ask the class (explorer/poll_ui.py): the questions the page offers, filled in after the page
-    from explorer import poll_ui  # noqa: PLC0415
-
-    poll_ui.start_run()
-    ask = bar.popover(i18n.t("poll.ask", lang), icon=":material/how_to_vote:")
-    return Token(True, share.empty(), ask.empty(), st.container(key="poll-panel"))
+    return Token(True, share.empty(), bar=bar)
 
 
 def current_url() -> str:
@@ -330,6 +326,3 @@ def end(token: Token | None) -> None:
         box.code(url, language=None, wrap_lines=True)  # plain text, never markup
     except Exception:
         log.exception("the presenter's QR code failed")
-    from explorer import poll_ui  # noqa: PLC0415
-
-    poll_ui.presenter_controls(token.ask, token.panel)  # never raises

@@ -23,7 +23,8 @@ TEXTS = ["hello world", "안녕하세요 반갑습니다 여러분"]
 # tutorials write them
 LATIN_OK = {"LayerNorm", "RMSNorm", "RoPE", "BERT", "ReLU", "GELU", "SwiGLU", "SiLU", "float32", "d_model",
             "d_ff", "d_k", "d_head", "div_term", "post", "pre", "norm", "W_Q", "W_K", "W_V", "W_O", "W_down",
-            "tanh", "hook_out", "Concat", "type", "E_type"}
+            "tanh", "hook_out", "Concat", "type", "E_type",
+            "hook_scores", "A_ij", "c_ij"}  # issue 35: the hook the parts add up to, the pull's symbols
 
 
 def _en_bases(text: str) -> set[float]:

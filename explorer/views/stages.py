@@ -2334,7 +2334,7 @@ def _rope_bands_formula(c: _Ctx) -> str:
 
 @stage("rope_bands", section="scores", applies=_rotary_model, blocks=("encoder.self_attn", "decoder.self_attn"),
        per_cell=True, controls="why_cell", url=("query", "key"), formula=_rope_bands_formula, fill=_rope_bands_fill,
-       shape=lambda c: _qkv_shapes(c)[:2] + [("bands", "", (("bands", _rot_dims(c) // 2 + (_rot_dims(c) < c.d_head)),
+       shape=lambda c: _qkv_shapes(c)[:2] + [("tensor.bands", "", (("bands", _rot_dims(c) // 2 + (_rot_dims(c) < c.d_head)),
                                                            ("queries", c.n_q), ("keys", c.n_k)))])
 def _rope_bands(c: _Ctx, title: str, opts: dict):
     d = rope_bands_data(c)

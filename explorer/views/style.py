@@ -5,6 +5,7 @@ always look like weights, on every panel and every page:
 
     SCORES   diverging, centred at 0 (RdBu reversed: red > 0, blue < 0), for anything signed
     WEIGHTS  sequential (Viridis), for softmax weights in [0, 1]
+    LAYERS   sequential (Viridis), for a layer index on markers (how deep a head sits)
 
 Both are colour-blind safe. Masked cells are never coloured as a number: they are NaN (drawn as
 the grey plot background) with a "×" marker and the hover text "masked".
@@ -27,6 +28,7 @@ from explorer.fastpath import trace
 
 SCORES = "RdBu_r"  # diverging, for scores, Q/K/V, encodings, outputs (centred at 0)
 WEIGHTS = "Viridis"  # sequential, for softmax weights (0 .. 1)
+LAYERS = "Viridis"  # sequential, for a layer index (0 .. n_layers - 1) coloured on markers
 MASKED_BG = "#d4d4d4"  # what a masked (NaN) cell looks like: the plot background shows through
 MASKED_MARK = "#6b6b6b"
 PAD_COLOUR = "#bdbdbd"

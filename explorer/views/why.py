@@ -135,7 +135,7 @@ def effect_figure(attention: np.ndarray, effect: np.ndarray, selected: tuple[int
     tags = style.strings([f"L{a} H{b}" for a, b in zip(li.ravel(), hi.ravel())])
     traces = [style.trace("scatter", x=attention.ravel().astype(np.float64), y=effect.ravel().astype(np.float64),
                           mode="markers", customdata=tags, showlegend=False, name=style.esc(L["head"]),
-                          marker=dict(size=9, color=li.ravel(), colorscale="Viridis", showscale=True,
+                          marker=dict(size=9, color=li.ravel(), colorscale=style.LAYERS, showscale=True,
                                       colorbar=dict(title=dict(text=style.esc(L["layer"])), thickness=12),
                                       line=dict(width=0.5, color="#333333")),
                           hovertemplate=(f"%{{customdata}}<br>{style.esc(L['attention'])} = %{{x:.3f}}<br>"

@@ -4,11 +4,12 @@
   DistilBERT, Marian), layer 0, every head, the parts add up cell by cell to the model's own
   hook_scores within a float32 bound computed beside them (model/analysis/score_split.py
   ``qk_bound``), and leaving any one part out breaks that bound;
-- rope_bands: for the rotary fixtures (half-split and interleaved pairs, partial rotary, QK-norm,
-  Gemma's local and global bases, a scaled rope) and SmolLM2 and Gemma 3, the bands add up to
+- rope_bands: for the rotary fixtures (all half-split, every dimension rotated; QK-norm, Gemma's local
+  and global bases, a scaled rope) and SmolLM2 and Gemma 3, the bands add up to
   hook_scores, and each band equals the same band computed from q and k *before* the rotation with
   the model's own frequencies; the wrong frequencies (another base, no scaling, the other pairing)
-  fail that;
+  fail that; interleaved pairs and partial rotary (no fixture has them) are checked on the model's own
+  ``parts.Rotary`` applied to random vectors;
 - attention_vs_effect: the batched ablations equal, head by head, a run with the what-if edit
   ``ablate=BLOCK:LAYER:HEAD`` itself; a different head's edit does not;
 - the three stages' figures and tables (the spec's column names) in English and Korean.
@@ -224,6 +225,33 @@ def test_the_bands_add_up_to_the_scores_at_the_models_own_frequencies(name, tmp_
             assert (np.abs(got - bad) > pb).any(), (name, layer, "wrong frequencies pass")
         flipped = split.rope_band_relative(q0[:, :dims], k0[:, :dims], d["theta"], pos, pos, not inter, scale)
         assert (np.abs(got - flipped) > pb).any(), (name, layer, "the other pairing passes")
+
+
+@pytest.mark.parametrize("interleaved,dims", [(True, 8), (False, 6), (True, 6)])
+def test_interleaved_and_partial_rotary_on_the_models_own_rotation(interleaved, dims):
+    """No fixture family has interleaved pairs or partial rotary: parts.Rotary (what every model uses)
+    turns random q and k, and the bands of the turned vectors are the bands computed before the turn
+    with the same pairing (and only with it); the unrotated dimensions are one more band."""
+    from model.arch.parts import Rotary
+
+    g = torch.Generator().manual_seed(0)
+    T, hs = 7, 10
+    q0, k0 = torch.randn(1, 1, T, hs, generator=g), torch.randn(1, 1, T, hs, generator=g)
+    rope = Rope(base=100.0)
+    rot = Rotary(torch.arange(T), rope, dims, interleaved)
+    q, k = rot.apply(q0)[0, 0].double().numpy(), rot.apply(k0)[0, 0].double().numpy()
+    bands = split.rope_bands(q, k, dims, interleaved, 0.5)
+    assert bands.shape[0] == dims // 2 + (dims < hs)
+    assert np.abs(bands.sum(0) - 0.5 * q @ k.T).max() < 1e-12
+    theta = rope_frequencies(rope, dims).numpy()
+    pos = np.arange(T)
+    q0n, k0n = q0[0, 0].double().numpy()[:, :dims], k0[0, 0].double().numpy()[:, :dims]
+    rel = split.rope_band_relative(q0n, k0n, theta, pos, pos, interleaved, 0.5)
+    assert np.abs(bands[: dims // 2] - rel).max() < 1e-5  # the rotation in float32: ~1e-7 of |q||k| ~ 1
+    wrong = split.rope_band_relative(q0n, k0n, theta, pos, pos, not interleaved, 0.5)
+    assert np.abs(bands[: dims // 2] - wrong).max() > 1e-3
+    if dims < hs:
+        assert np.abs(bands[-1] - 0.5 * q[:, dims:] @ k[:, dims:].T).max() < 1e-12
 
 
 def test_gemma3s_local_and_global_layers_turn_at_their_own_bases(tmp_path):

@@ -207,8 +207,9 @@ def test_score_and_weight_heatmaps_and_the_overview_are_clickable_and_the_url_ke
     # the titles as the page draws them for this model and block (the mask's follows the block's masks)
     m = model.load("seed")
     run, sel = stages.run_data(m, ["hello"]), stages.Selection("seed", 0, 0, 0, "encoder.self_attn")
-    assert clickable == {stages.stage_figure(s, run, m.info, sel)[0].layout.title.text: s != "mask"
-                         for s in ("qk", "scaled", "mask", "masked", "softmax")}
+    # qk_terms (the score split, on the same page) picks its cell with its own query/key controls
+    assert clickable == {stages.stage_figure(s, run, m.info, sel)[0].layout.title.text: s not in ("mask", "qk_terms")
+                         for s in ("qk", "scaled", "mask", "masked", "softmax", "qk_terms")}
     for c in at.get("plotly_chart"):
         spec = json.loads(c.proto.spec)
         assert bool(c.proto.selection_mode) == any(t.get("meta") == "pick-cell" for t in spec["data"])

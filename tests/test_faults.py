@@ -525,7 +525,8 @@ def test_concurrent_first_loads_in_processes_convert_once(tmp_path, reference):
 # after the marker appears arrives during the write, however late the parent gets to send it (before,
 # a write slowed to ~6 s raced the parent: under load the signal came after it and "loaded" was printed).
 WRITER = """
-    import signal, sys, threading, time
+    import faulthandler, signal, sys, threading, time
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks of a hung child
     import model
     from model.files import gguf_family
     gguf_family.CACHE_FROM_BYTES = 0  # the tiny file through the float cache
@@ -566,7 +567,14 @@ def test_a_signal_during_the_cache_write_exits_cleanly(reference, mode, sig):
     assert float_cache.temporaries(conv)  # the write is under way
     t0 = time.perf_counter()
     p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # hung: say where (every thread's stack), then stop it
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"the child did not exit within 60 s of the signal; its threads: {err[-6000:]}")
     # it exits without finishing the write ("loaded" never printed, no temporary file left: below); the
     # time only guards against a hang. 5 s failed once in the full suite, when the other worker was
     # converting Gemma 3 (6.0 s: the interpreter's exit with torch loaded, under memory pressure)

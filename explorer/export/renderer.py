@@ -309,9 +309,9 @@ def _kaleido_class():
     the caller wait for it. The reload re-parses plotly.js: measured here it is half of chromium's
     CPU per image (0.52 → 0.28 CPU-s per SVG of a stage figure), so a bundle of 40 stages took
     twice as long as its drawing. The page keeps no state between renders (``Plotly.toImage`` draws
-    into its own div and purges it; the PDF print sets its page style each time): 43 stage PNGs
-    rendered on one tab without a reload are byte for byte those rendered with one
-    (``tests/test_export.py``). What does build up is memory (about 0.5 MB per render), so a tab is
+    into its own div and purges it; the PDF print sets its page style each time): the 43 stage PNGs
+    of the seed, rendered on one tab without a reload, were byte for byte those rendered with one
+    (``tests/test_export.py`` checks six PNGs and their SVGs' text). What does build up is memory (about 0.5 MB per render), so a tab is
     still reloaded after ``RELOAD_EVERY`` renders; that reload runs in the background while the user
     looks at the image (the next render waits for the tab, as before). A failed render does not
     reuse the page: ``Renderer.render`` starts a fresh browser for its second attempt.

@@ -326,7 +326,8 @@ def client_address() -> str | None:
         return None
 
 
-def _lang() -> str:
+def page_lang() -> str:
+    """The page's language: the session's choice, else the URL's ``lang``, else the default."""
     import streamlit as st  # noqa: PLC0415
 
     from explorer import i18n  # noqa: PLC0415
@@ -386,7 +387,7 @@ def _form() -> None:
 
     from explorer import i18n  # noqa: PLC0415
 
-    lg = _lang()
+    lg = page_lang()
     st.header(i18n.t("access.heading", lg))
     st.caption(i18n.t("access.explain", lg))
     wait = _wait(clock())
@@ -425,5 +426,5 @@ def granted(pages=None) -> bool:
         log.error("the access form failed: %s", type(e).__name__)  # no traceback: it may quote input
         from explorer import i18n  # noqa: PLC0415
 
-        st.error(i18n.t("access.failed", _lang()))
+        st.error(i18n.t("access.failed", page_lang()))
     return False

@@ -85,13 +85,7 @@ def md(text: str) -> str:
 
 
 def _lang() -> str:
-    lg = st.session_state.get("lang")
-    if lg not in i18n.LANGS:
-        try:
-            lg = st.query_params.get("lang")
-        except Exception:
-            lg = None
-    return i18n.lang_or_default(lg)
+    return access.page_lang()
 
 
 def _t(key: str, **kw) -> str:

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from model import configured
+from model.files.seed_checkpoints import checkpoint_steps, load_checkpoint
 from model.files.seed_weights import ASSETS, SEED_TOKENIZER, load_seed_file, random_seed_model
 from model.pretrained import load_named, load_path
 from model.runtime.base import HookedModel
 from model.runtime.errors import WeightsError
 
-__all__ = ["LOADERS", "SEED_WEIGHTS", "FETCHED", "WeightsError", "available", "load",
+__all__ = ["LOADERS", "SEED_WEIGHTS", "FETCHED", "WeightsError", "available", "load", "checkpoint_steps",
            "load_seed_file", "random_seed_model", "ASSETS", "SEED_TOKENIZER"]
 
 SEED_WEIGHTS = {  # the shipped seed weights (read at load time, so a test may point one elsewhere)
@@ -45,7 +46,7 @@ def available() -> list[str]:
 
 
 def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens: int | None = None,
-         **overrides) -> HookedModel:
+         step: int | None = None, **overrides) -> HookedModel:
     """Load a model by name ("seed", "seed-sort", "minilm", "smollm2", "gemma3") or local path.
 
     ``random=True`` builds an untrained seed Transformer; ``overrides`` set its shape
@@ -54,9 +55,16 @@ def load(name_or_path: str | Path = "seed", *, random: bool = False, max_tokens:
     default $ATTENTION_EXPLORER_MAX_TOKENS (capped at the model's positions), else 512 or the
     model's positions if fewer. Longer sentences raise ``model.InputTooLong``, or are cut with
     ``run_with_cache(..., truncate=True)``.
+    ``step``: the weights after that many optimizer steps of their training, one of
+    ``checkpoint_steps(name)`` (the seed's training replayed: model/files/seed_checkpoints.py); another
+    step, or a model without checkpoints, raises ``WeightsError`` naming the steps there are.
     """
     key = str(name_or_path)
-    if random:
+    if step is not None:
+        if random or overrides:
+            raise TypeError("step= loads a checkpoint of trained weights: not with random=True or settings")
+        m = load_checkpoint(key, step)
+    elif random:
         if key not in SEED_WEIGHTS:
             raise ValueError("random=True is available for the seed Transformer only")
         m = random_seed_model(**overrides)

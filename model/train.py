@@ -2,6 +2,8 @@
 
     python -m model.train reverse     # the default model: the input reversed, character by character
     python -m model.train sort        # the distinct letters of the input, in alphabetical order
+    python -m model.train reverse --checkpoints 0,100,400,...   # and the weights along the way, packed
+                                      # (model/files/seed_checkpoints.py: model.load("seed", step=400))
 
 Both are seeded and reproducible (same seed, same machine → same weights). ``reverse`` makes
 cross-attention run along the anti-diagonal (a positional pattern); ``sort`` makes it jump to
@@ -232,7 +234,11 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
           checkpoint: Path | None = None, init: Path | None = None, start_len: int = 8,
           stop_after: int | None = None, split: int = 2, long_bias: float = 0.0,
           ramp: float = 0.5, final_eval: int = 1000, unk_rate: float = 0.0,
-          init_state: dict | None = None) -> tuple[Seed, dict]:
+          init_state: dict | None = None,
+          on_step: Callable[[int, float | None, Seed], None] | None = None) -> tuple[Seed, dict]:
+    """``on_step(n, loss, model)``: called with n = 0 (the weights before the first step, loss None) and
+    after every optimizer step n (its batch's mean token loss, the sampled softmax's): what
+    ``--checkpoints`` records. It reads the weights only, so the run's numbers stay the same."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     tt = char_tokenizer()
@@ -251,6 +257,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
     t0 = time.time()
     bar = tqdm(range(min(steps, stop_after or steps)), desc=f"train {task}", file=sys.stderr, mininterval=2)
     model.train()
+    if on_step is not None:
+        on_step(0, None, model)
     for step in bar:
         longest = curriculum(step, steps, start_len, ramp)
         srcs = [sample_input(task, rng, max_chars=longest, long_bias=long_bias, unk_rate=unk_rate)
@@ -261,6 +269,8 @@ def train(task: str, steps: int, batch_size: int, seed: int, cfg_overrides: dict
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        if on_step is not None:
+            on_step(step + 1, loss.item(), model)
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
         if eval_every and step and step % eval_every == 0:
@@ -312,6 +322,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mix", type=str, default=None,
                    help="cumulative shares ASCII,Hangul,mixed,few-distinct of reverse inputs (rest: words)")
     p.add_argument("--out", type=Path, default=None, help="weights file (default: the shipped one)")
+    p.add_argument("--checkpoints", type=str, default=None,
+                   help="steps of the whole run (comma-separated, e.g. 0,100,400,3300,4100) whose weights to keep: "
+                        "float32 files in --checkpoint-dir, then packed into the checkpoints file "
+                        "(model/files/seed_checkpoints.py); every step's loss is kept too")
+    p.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="where --checkpoints writes (default: beside --out, OUT.checkpoints/)")
+    p.add_argument("--checkpoints-out", type=Path, default=None,
+                   help="the packed checkpoints file (default: the shipped one, for the shipped recipe's weights)")
+    p.add_argument("--pack-only", action="store_true",
+                   help="train nothing: pack --checkpoints from --checkpoint-dir (a run's folder) into --checkpoints-out")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     if a.mix:
@@ -324,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--stage 2 needs a task with a second stage (reverse) and --init WEIGHTS")
         recipe.update(then)
         then = None
+    elif a.pack_only and not a.checkpoints:
+        p.error("--pack-only needs --checkpoints (the steps to pack)")
     elif a.stage == 1 or a.init is not None or a.steps is not None or a.stop_after is not None:
         then = None  # a first stage, or a run of one's own: no second stage
     for k, v in recipe.items():
@@ -334,17 +356,33 @@ def main(argv: list[str] | None = None) -> int:
     steps = a.steps
     out = a.out or SEED_WEIGHTS["seed" if a.task == "reverse" else f"seed-{a.task}"]
     overrides = {"d_ff": a.d_ff, "pe_base": a.pe_base}
+    recorder = None
+    if a.checkpoints:
+        from model.files import seed_checkpoints
+
+        if a.pack_only:
+            if a.checkpoint_dir is None:
+                p.error("--pack-only needs --checkpoint-dir (the folder a --checkpoints run wrote)")
+            packed = a.checkpoints_out or seed_checkpoints.CHECKPOINTS["seed"]
+            record = seed_checkpoints.pack(a.checkpoint_dir, packed, shipped=out,
+                                           steps=[int(x) for x in a.checkpoints.split(",") if x.strip()])
+            print(seed_checkpoints.describe(record))
+            print(f"wrote {packed} ({packed.stat().st_size / 1e6:.1f} MB)")
+            return 0
+
+        recorder = seed_checkpoints.Recorder([int(x) for x in a.checkpoints.split(",") if x.strip()],
+                                             a.checkpoint_dir or out.with_suffix(".checkpoints"))
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
                          lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
                          init=a.init, start_len=a.start_len, stop_after=a.stop_after,
                          split=a.split, long_bias=a.long_bias, ramp=a.ramp, unk_rate=a.unk_rate,
-                         final_eval=a.final_eval)
+                         final_eval=a.final_eval, on_step=recorder and recorder.at(0))
     if then is not None:  # the recipe's second stage, from the first stage's weights in memory
         first = stats
         model, stats = train(a.task, then["steps"], a.batch_size, a.seed, overrides, lr=then["lr"],
                              init_state=model.state_dict(), start_len=then["start_len"], split=a.split,
                              long_bias=a.long_bias, ramp=then["ramp"], unk_rate=then["unk_rate"],
-                             final_eval=a.final_eval)
+                             final_eval=a.final_eval, on_step=recorder and recorder.at(first["steps"]))
         stats["first_stage"] = first
         stats["train_seconds_total"] = round(first["train_seconds"] + stats["train_seconds"], 1)
     ASSETS.mkdir(exist_ok=True)
@@ -352,6 +390,15 @@ def main(argv: list[str] | None = None) -> int:
         save(build_char_tokenizer(), SEED_TOKENIZER)
     model.save(out, extra={"training": stats})
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    if recorder is not None:
+        recorder.finish(stats)
+        packed = a.checkpoints_out or (seed_checkpoints.CHECKPOINTS.get("seed") if a.task == "reverse" else None)
+        if packed is not None and (a.checkpoints_out or a.out is None):
+            print(seed_checkpoints.describe(seed_checkpoints.pack(recorder.folder, packed, shipped=out)))
+            print(f"wrote {packed} ({packed.stat().st_size / 1e6:.1f} MB)")
+        else:
+            print(f"checkpoints in {recorder.folder}; pack them with `python -m model.train {a.task} --pack-only "
+                  f"--checkpoint-dir {recorder.folder} --checkpoints {a.checkpoints} --checkpoints-out OUT`")
     return 0
 
 

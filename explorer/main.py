@@ -23,7 +23,8 @@ except ImportError:
 
 import streamlit as st
 
-from explorer import access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, poll_ui, presenter, state, url
+from explorer import (access, edges, export_ui, failures, i18n, inputs, models_ui, navigation, poll_ui, presenter, state,
+                      training_ui, url)
 from explorer.controls import analysis, cell, decoding, next_token, overview, patching, positional, whatif, why  # noqa: F401 (each registers its groups)
 from explorer.controls.base import CONTROLS, Page
 from explorer.session import keep, remember, show_messages
@@ -84,7 +85,8 @@ def slider_or_note(label_key: str, key: str, n: int) -> int:
     return int(st.session_state[key])
 
 
-def sidebar_selection(info, texts: list[str], messages: list) -> stages.Selection:
+def sidebar_selection(info, texts: list[str], messages: list, key: str) -> stages.Selection:
+    """``key``: the weights shown (the model's name, or a training checkpoint's "seed@400")."""
     sb = st.sidebar
     url.url_int("sentence", len(texts), messages)
     st.session_state["sentence"] = inputs.clip(keep("sentence", 0), len(texts))
@@ -110,7 +112,7 @@ def sidebar_selection(info, texts: list[str], messages: list) -> stages.Selectio
     kv_note = stages.kv_head_note(info, head, lang())
     if kv_note:
         sb.caption(kv_note)
-    return stages.Selection(model=st.session_state["model"], sentence=int(st.session_state["sentence"]),
+    return stages.Selection(model=key, sentence=int(st.session_state["sentence"]),
                             layer=layer, head=head, block=block,
                             query=int(keep("query", 0)), key=int(keep("key", 0)))
 
@@ -235,6 +237,7 @@ def page() -> None:
     name, raw = sidebar_inputs()
     head = st.container(key="page-head", horizontal=True, vertical_alignment="bottom", gap="medium")
     head.title(t("app_title"), anchor=False, width="content")
+    key = training_ui.sidebar(name, messages)  # a model with training checkpoints: the step shown (issue 35)
     head.caption(t("tagline"), width="content")
 
     texts, notices = inputs.limit_sentences(raw)
@@ -245,8 +248,8 @@ def page() -> None:
         return
 
     try:
-        with busy(("model", name)):
-            m, fallback = state.load_model(name)
+        with busy(("model", key)):
+            m, fallback = state.load_model(key)
     except Exception as e:  # not fetched, a broken download, ...: a log id on the page, the details in the log
         ident = failures.logged(log, "loading %s failed", name)
         show_messages(messages)
@@ -264,13 +267,13 @@ def page() -> None:
         st.warning(t("weights_missing", name=name, error=fallback), icon="⚠️")
         st.caption(t("fallback"))
 
-    texts, tok_notices, n_tokens = state.limit_tokens(name, m, texts)
+    texts, tok_notices, n_tokens = state.limit_tokens(key, m, texts)
     notices += tok_notices
-    with busy(("run", name, tuple(texts))):
-        run = state.run(name, texts, n_tokens, m.info)
+    with busy(("run", key, tuple(texts))):
+        run = state.run(key, texts, n_tokens, m.info)
 
     info = m.info
-    sel = sidebar_selection(info, texts, messages)
+    sel = sidebar_selection(info, texts, messages, key)
     if "query" in st.session_state.get("_url_ints", {}) or "key" in st.session_state.get("_url_ints", {}):
         p = stages.prefix(sel.block, sel.layer)
         tq, tk = run[f"{p}.hook_scores"].shape[-2:]

@@ -41,6 +41,7 @@ from explorer.views import stages
 from explorer.views.data import (LensData, RunData, induction_scores, lens_data, run_data,
                                 weights_of)
 from explorer.views.trace import TraceData, trace_data
+from model.files import seed_checkpoints
 from model.registry import SEED_WEIGHTS
 from model.runtime import limits
 
@@ -109,10 +110,51 @@ STAMP_RECHECK_S = 1.0
 _STAMPS: dict[str, tuple[float, Path, float | None]] = {}  # name -> (checked at, path, stamp)
 
 
+# --- a head that learns (issue 35): the seed's training, replayed ----------------------------------
+# A checkpoint is a model of its own to every cache here: its key is "NAME@STEP" (e.g. "seed@400"), the
+# last step's key the name itself when that step is the shipped file (model/files/seed_checkpoints.py).
+
+
+def checkpoint_steps(name: str) -> list[int]:
+    """The training steps of ``name`` ([] for a model without checkpoints, or whose file is unreadable)."""
+    if name not in seed_checkpoints.CHECKPOINTS:
+        return []
+    try:
+        return model.checkpoint_steps(name)
+    except model.WeightsError:
+        return []
+
+
+def training_record(name: str) -> dict:
+    """The run's record (every step's loss, each checkpoint's recorded loss and heads), read once per file."""
+    return seed_checkpoints.training_record(name)
+
+
+def checkpoint_key(name: str, step: int | None) -> str:
+    """The key of ``name``'s weights after ``step`` training steps, for every cache and the captions:
+    ``name`` itself for None or for a last step that is the shipped file, else "NAME@STEP"."""
+    if step is None:
+        return name
+    steps = checkpoint_steps(name)
+    if steps and step == steps[-1] and "shipped" in training_record(name)["stored"][str(step)]:
+        return name
+    return f"{name}@{int(step)}"
+
+
+def split_key(key: str) -> tuple[str, int | None]:
+    """"seed@400" -> ("seed", 400); any other key (a name, a path) -> (key, None)."""
+    base, at, step = key.rpartition("@")
+    if at and base in seed_checkpoints.CHECKPOINTS and step.isdigit():
+        return base, int(step)
+    return key, None
+
+
 def weights_stamp(name: str) -> float | None:
     """The seed checkpoint's modification time (None if missing, or not a seed model), read from
-    the file at most once a second (a page asks for it for every figure)."""
-    path = SEED_WEIGHTS.get(name)
+    the file at most once a second (a page asks for it for every figure). For a training checkpoint
+    ("seed@400"), the checkpoints file's."""
+    base, step = split_key(name)
+    path = SEED_WEIGHTS.get(name) if step is None else seed_checkpoints.CHECKPOINTS[base]
     if path is None:
         return None
     now = time.monotonic()
@@ -130,6 +172,9 @@ def weights_stamp(name: str) -> float | None:
 @st.cache_resource(max_entries=6, show_spinner=False)
 def _load(name: str, stamp: float | None):
     """(model, notice): a seed model whose weights are missing falls back to the untrained one."""
+    base, step = split_key(name)
+    if step is not None:  # a training checkpoint: no fallback (the page offers only the steps there are)
+        return model.load(base, step=step), None
     try:
         return model.load(name), None
     except model.WeightsError as e:
@@ -140,7 +185,7 @@ def _load(name: str, stamp: float | None):
 
 def load_model(name: str):
     if HOSTED:
-        if name not in model.available():
+        if split_key(name)[0] not in model.available():
             raise model.WeightsError(f"this hosted server loads only {', '.join(model.available())}")
         try:
             m, notice = _load(name, weights_stamp(name))

@@ -55,6 +55,8 @@ def read_once() -> None:
         st.session_state["patch_kind"] = last("patch")
     if last("role") in ROLES:
         st.session_state["role"] = last("role")
+    if last("train_step") is not None:  # checked against the model's training steps (explorer/training_ui.py)
+        st.session_state["_url_train_step"] = str(last("train_step"))[:40]
     st.session_state["_url_msgs"] = msgs
 
 

@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="decoding: write at most this many tokens (default as the app: 40 for a "
                         "decoder-only model, the input's length + 8 for the seed models)")
+    p.add_argument("--train-step", type=int, default=None,
+                   help="the model's weights after this many training steps (the seed's checkpoints: "
+                        "python -c 'import model; print(model.checkpoint_steps(\"seed\"))'); default: the shipped weights")
     p.add_argument("--out", default="slides", help="output folder (created if missing)")
     p.add_argument("--theme", choices=THEME_NAMES, default="presentation")
     p.add_argument("--lang", choices=("en", "ko"), default="en")
@@ -256,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"install it with: {INSTALL_COMMAND}", file=sys.stderr)
 
     try:
-        m = model.load(a.model)
+        m = model.load(a.model) if a.train_step is None else model.load(a.model, step=a.train_step)
     except model.WeightsError as e:
         msg = str(e)
         hint = fetch_hint(a.model)
@@ -302,7 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.stages.strip().lower() == "all":  # the what-if / comparison stages only with their run
         stages = [s for s in stages if views.ready(s, info, options=runs)]
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
-    sel = views.Selection(model=a.model, sentence=a.sentence, layer=a.layer, head=a.head,
+    if a.train_step is not None:  # the captions and file names say which checkpoint (as the app's "seed@400")
+        name = f"{name}@{a.train_step}"
+    sel = views.Selection(model=a.model if a.train_step is None else name, sentence=a.sentence, layer=a.layer,
+                          head=a.head,
                           block=block, query=a.query, key=a.key)
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ MAX_BOX_CHARS = 100_000
 MAX_EDIT_CHARS = 4000  # the what-if edit box: model.edits.MAX_EDITS (64) edits of up to ~60 characters
 MODELS = ("seed", "seed-sort", "minilm", "smollm2", "gemma3")  # built in; model_names() adds the configured ones
 VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell", "overview", "block", "beyond",
-         "decoding", "whatif", "compare")
+         "decoding", "whatif", "compare", "long")
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 DEFAULT_STAGE = "softmax"  # the stage the default page (view=stage) opens on
@@ -163,6 +163,37 @@ def parse_params(qp: dict, *, blocks=("encoder.self_attn", "decoder.self_attn", 
 
 def clip(value: int, n: int) -> int:
     return min(max(int(value), 0), max(int(n) - 1, 0))
+
+
+# --- long inputs (issue 34) ---------------------------------------------------------------------------
+# The "long" view reads the whole text box as one sequence (line breaks included), up to a bound in
+# tokens: a laptop's run takes up to 4,096 (model.analysis.long.MAX_LONG_TOKENS), a hosted server's
+# 1,024 unless its host sets $ATTENTION_EXPLORER_LONG_TOKENS (capped at 4,096; the model's positions cap
+# it too). The other views keep their limits above.
+LONG_TOKENS_ENV = "ATTENTION_EXPLORER_LONG_TOKENS"
+LONG_TOKENS_LOCAL = 4096
+LONG_TOKENS_HOSTED = 1024
+
+
+def long_token_bound(hosted: bool, env: dict | None = None) -> int:
+    """Tokens the long view reads at most: $ATTENTION_EXPLORER_LONG_TOKENS when it is a whole number
+    >= 1 (at most LONG_TOKENS_LOCAL), else LONG_TOKENS_HOSTED on a hosted server, LONG_TOKENS_LOCAL on a
+    laptop."""
+    import os
+
+    raw = str((os.environ if env is None else env).get(LONG_TOKENS_ENV, "")).strip()
+    n = parse_int(raw)
+    if n is not None and n >= 1:
+        return min(n, LONG_TOKENS_LOCAL)
+    return LONG_TOKENS_HOSTED if hosted else LONG_TOKENS_LOCAL
+
+
+def long_text(raw) -> tuple[str, list[Notice]]:
+    """The text box as the long view reads it: cut to the box's bound first (``limit_box``), line
+    breaks normalised, blank lines at either end dropped; one sequence, not split into sentences."""
+    raw, notices = limit_box(raw)
+    text = raw.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    return text, notices
 
 
 # --- what if and two sentences (issue 15) ------------------------------------------------------------

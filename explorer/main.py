@@ -27,6 +27,7 @@ from explorer import (access, edges, export_ui, failures, i18n, inputs, models_u
                       training_ui, url)
 from explorer.controls import analysis, cell, decoding, next_token, overview, patching, positional, whatif, why  # noqa: F401 (each registers its groups)
 from explorer.controls.base import CONTROLS, Page
+from explorer import long_ui
 from explorer.session import keep, remember, show_messages
 from explorer.ui import busy, lang, sync_url, t
 from explorer.views import stages, style
@@ -228,6 +229,7 @@ def render_decoding(section: str, page: Page) -> None:
 
 
 SECTION_PAGES.update({"decoding": render_decoding, STAGE_VIEW: lambda _section, page: render_stage_view(page)})
+SECTION_PAGES["long"] = long_ui.render  # issue 34: the whole text as one sequence, one head at scale
 
 
 def page() -> None:

@@ -540,3 +540,50 @@ def effects(name: str, text: str, block: str, progress=None, cancel=None):
             return in_background(ablation.head_effects, m, text, block, progress=progress, cancel=cancel)
 
     return _EFFECTS.get((name, stamp, text, block), make)
+
+
+# --- long inputs (issue 34; model/analysis/long.py, the view explorer/long_ui.py) --------------------
+# A long run keeps q and k of every layer (T×d each, never T×T): cached per process by model, text and
+# bound, at most LONG_RUNS of them and LONG_RUN_BYTES in all; the grid of the head on screen and the
+# summaries are made from it once each and cached beside it.
+LONG_RUNS = 2
+LONG_RUN_BYTES = 1536 * 2**20
+_LONG = _Memo(LONG_RUNS, RUN_CACHE_TTL, LONG_RUN_BYTES)
+_LONG_MADE = _Memo(64, RUN_CACHE_TTL, 256 * 2**20)  # grids (≤ 1 MB each) and summaries (3·L·H·T floats)
+
+
+def long_run(name: str, text: str, bound: int):
+    """``model.analysis.long.long_run`` of ``text`` cut to ``bound`` tokens (cached)."""
+    from model.analysis import long as ml
+
+    stamp = weights_stamp(name)
+
+    def make():
+        m, _ = _load(name, stamp)
+        with _RUN_SLOTS:
+            return ml.long_run(m, text, bound)
+
+    return _LONG.get((name, stamp, text, int(bound)), make, lambda lr: lr.nbytes)
+
+
+def long_grid(name: str, text: str, bound: int, layer: int, head: int, cells: int):
+    """(grid, block) of one head of the long run (``model.analysis.long.block_grid``, cached)."""
+    from model.analysis import long as ml
+
+    lr = long_run(name, text, bound)
+    return _LONG_MADE.get(("grid", name, weights_stamp(name), text, int(bound), layer, head, cells),
+                          lambda: ml.block_grid(lr, layer, head, cells), lambda g: g[0].nbytes)
+
+
+def long_summaries(name: str, text: str, bound: int):
+    """Every head's long-context summaries of the long run (``model.analysis.long.summaries``, cached)."""
+    from model.analysis import long as ml
+
+    lr = long_run(name, text, bound)
+
+    def make():
+        with _ANALYSIS_SLOTS:
+            return in_background(ml.summaries, lr)
+
+    return _LONG_MADE.get(("summaries", name, weights_stamp(name), text, int(bound)), make,
+                          lambda s: s.first.nbytes * 3)

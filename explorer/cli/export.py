@@ -7,6 +7,8 @@
     python -m explorer.export --model seed --text "hello world" --edit "no_causal" \\
         --compare "hello word" --stages all --out slides/     # + the what-if and comparison figures
     python -m explorer.export --lesson 6 --lang ko --out lesson6.pdf   # a lesson's handout (PDF)
+    python -m explorer.export --model gemma3 --text-file essay.txt --long --layer 5 --head 0 \\
+        --format png,csv --out long/     # the long view: up to 4,096 tokens (explorer/cli/long.py)
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import model
 from explorer import inputs
+from explorer.cli import long as long_cli
 from explorer.views import stages as views
 from explorer.views import tutorial002
 from explorer.views.theme import THEME_NAMES
@@ -116,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lesson", type=int, default=None,
                    help="write lesson K's handout (its text, figures and question; the answer on the last "
                         "page) as one PDF to --out (a .pdf file, or a folder); --text replaces its sentences")
+    long_cli.add_arguments(p)  # --text-file, --long, --long-tokens (issue 34)
     return p
 
 
@@ -218,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parser.parse_args(argv)
     if a.lesson is not None:
         return lesson_main(parser, a)
+    if a.long:
+        return long_cli.main(parser, a, fetch_hint)
+    long_cli.sentences(parser, a)  # --text-file's lines after any --text
     if not a.text:
         parser.error("the following arguments are required: --text")
 

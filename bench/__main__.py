@@ -13,6 +13,7 @@ the same figures; ``--quick`` is a short smoke run (the seed model, 16 tokens, a
     python -m bench --only noisy            # 30 learners and one noisy address through serve.sh (bench/noisy.py)
     python -m bench --only soak             # 30 learners on one process for 30 minutes: RSS growth, p95 drift (bench/soak.py)
     python -m bench --only poll             # 60 learners answer a class poll through serve.sh, a replica killed (bench/poll.py)
+    python -m bench --only long             # long inputs: the long view / a bare forward pass, 1k-4k tokens (bench/long.py)
 
 Figures (each a ratio of two things measured side by side in one run, where a ratio fits):
   hook_overhead   run_with_cache / run (same batch, no hooks), per model; target <= 1.15
@@ -456,7 +457,9 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a short smoke run")
     p.add_argument("--only", default="hooks,stages,decoding,export,workshop,concurrency",
                    help="comma-separated sections (hooks, stages, decoding, export, workshop, concurrency; "
-                        "and floor, noisy, soak, poll, only when named)")
+                        "and floor, noisy, soak, poll, long, only when named)")
+    p.add_argument("--long-models", default="gemma3,smollm2", help="long: the models (bench/long.py)")
+    p.add_argument("--long-lengths", default="1024,2048,4096", help="long: tokens of the text")
     p.add_argument("--noisy-bounds", choices=("on", "off", "both"), default="on",
                    help="noisy: serve.sh with its per-client bounds, without them, or both runs")
     p.add_argument("--soak-minutes", type=float, default=30.0,
@@ -497,7 +500,8 @@ def main(argv=None) -> int:
                         "as the app runs) or glibc's defaults")
     a = p.parse_args(argv)
     only = {s.strip() for s in a.only.split(",") if s.strip()}
-    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy", "soak", "poll"}
+    unknown = only - {"hooks", "stages", "decoding", "export", "workshop", "concurrency", "floor", "noisy", "soak", "poll",
+                      "long"}
     if unknown:
         p.error(f"unknown sections: {', '.join(sorted(unknown))}")
     if not (a.soak_minutes > 0 and a.soak_learners >= 1):
@@ -594,7 +598,17 @@ def main(argv=None) -> int:
                                log=lambda m: print(m, file=sys.stderr, flush=True))
         if a.json is None:
             a.json = ROOT / "bench" / "results" / f"poll-{a.poll_store}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    if "long" in only:
+        from . import long as long_bench
+
+        res["long"] = long_bench.run([x.strip() for x in a.long_models.split(",") if x.strip()],
+                                     [int(x) for x in a.long_lengths.split(",")],
+                                     log=lambda m: print(m, file=sys.stderr, flush=True))
+        if a.json is None:
+            a.json = ROOT / "bench" / "results" / f"long-{dt.datetime.now():%Y%m%d-%H%M}.json"
     res["targets"] = targets(res, full=not a.quick)
+    if res.get("long"):
+        res["targets"].update(long_bench.targets(res["long"]))
     if res.get("poll"):
         res["targets"].update(poll.targets(res["poll"]))
     for r in res.get("noisy", []):
@@ -609,6 +623,8 @@ def main(argv=None) -> int:
         print(soak.format_table(res["soak"]))
     if res.get("poll"):
         print(poll.format_table(res["poll"]))
+    if res.get("long"):
+        print(long_bench.format_table(res["long"]))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=1, ensure_ascii=False, default=float) + "\n")

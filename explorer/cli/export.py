@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.lesson is not None:
         return lesson_main(parser, a)
     if a.long:
-        return long_cli.main(parser, a, fetch_hint)
+        return long_cli.main(parser, a, fetch_hint, export_errors)
     long_cli.sentences(parser, a)  # --text-file's lines after any --text
     if not a.text:
         parser.error("the following arguments are required: --text")

@@ -138,10 +138,11 @@ def write_long(parser: argparse.ArgumentParser, a: argparse.Namespace, m, format
     return written
 
 
-def main(parser: argparse.ArgumentParser, a: argparse.Namespace, fetch_hint) -> int:
-    """--long: check the formats, load the model, write the view's files."""
+def main(parser: argparse.ArgumentParser, a: argparse.Namespace, fetch_hint, export_errors) -> int:
+    """--long: check the formats, load the model, write the view's files (``fetch_hint`` and
+    ``export_errors``: the exporter's, explorer/cli/export.py)."""
     import model
-    from explorer.export import ExportError, ExportUnavailable, check_formats, shutdown, unavailable_reason
+    from explorer.export import check_formats, unavailable_reason
 
     try:
         formats = check_formats([f.strip() for f in a.format.split(",") if f.strip()])
@@ -159,13 +160,7 @@ def main(parser: argparse.ArgumentParser, a: argparse.Namespace, fetch_hint) -> 
     except (model.WeightsError, OSError, ValueError) as e:
         parser.error(f"--model {a.model}: {e}; {fetch_hint(a.model)}")
     name = a.model if a.model in model.available() else Path(a.model).stem  # no home paths
-    try:
+    with export_errors(parser):
         written = write_long(parser, a, m, formats, name)
-    except ExportUnavailable as e:
-        parser.exit(3, f"{parser.prog}: error: {e}\n")
-    except ExportError as e:
-        parser.exit(1, f"{parser.prog}: error: {e}\n")
-    finally:
-        shutdown()
     print(f"wrote {len(written)} file(s) to {a.out}/")
     return 0

@@ -4,9 +4,11 @@
 (explorer/main.py calls ``begin`` after ``presenter.begin`` and ``end`` after ``presenter.end``). It opens the
 page's questions (``offer_view``: "which token does this head attend to?" from the explorer's
 selection; ``offer_lesson``: the lesson's question with choices) as a poll in the shared store
-(explorer/poll.py), then shows the poll above the page: a large QR code and the short link of the
-learner page, the live count of answers (re-read every ``PRESENTER_REFRESH_S``), and buttons to
-close, reveal, ask again (reset) and end. Only the presenter can: where
+(explorer/poll.py), then shows the poll above the page, drawn before the page itself (so a page drawn
+again, after a reconnect or a change of view, shows it before its figures): a large QR code and the
+short link of the learner page, the live count of answers, and buttons to close, reveal, ask again
+(reset) and end. The count is a fragment of its own that reads the counts and nothing else, re-run by
+the page's timer every ``PRESENTER_REFRESH_S`` (bench/poll.py measures how soon it shows an answer). Only the presenter can: where
 ``ATTENTION_EXPLORER_PRESENTER_KEY`` is set (scripts/serve.sh makes one and prints it), the
 controls ask for it once per session (compared in constant time, wrong keys slowed as wrong access
 codes are: explorer/access.py); a hosted server without a key offers no poll and says what to set;
@@ -49,7 +51,7 @@ PARAM = "poll"
 LEARNER_PARAM = "me"
 ASKED = "asked"  # the presenter page's URL: the poll it shows (an id learners have too; never the key)
 KEY_ENV = "ATTENTION_EXPLORER_PRESENTER_KEY"
-PRESENTER_REFRESH_S = 1.0  # the presenter's count is re-read this often
+PRESENTER_REFRESH_S = 0.5  # the presenter's count is read again this often (one read of the counts a time)
 LEARNER_REFRESH_S = 3.0  # a learner's page sees a close, a reveal or a reset this soon
 QR_PX = 420  # the learner link's QR code, large enough to scan from the back of a room
 
@@ -255,7 +257,7 @@ def _reveal(p: poll.Poll, counts: dict, lg: str, key: str, presented: bool = Fal
 
 def begin(token) -> None:
     """After ``presenter.begin`` (explorer/main.py): in presenter mode, the "Ask the class" button in
-    the presenter's bar and the place of the poll above the page. Never raises."""
+    the presenter's bar, and the poll on show above the page, drawn now, before the page. Never raises."""
     if token is None or not getattr(token, "on", False) or getattr(token, "bar", None) is None:
         return
     try:
@@ -264,12 +266,15 @@ def begin(token) -> None:
         token.panel = st.container(key="poll-panel")
     except Exception:
         log.exception("polls: the presenter's button failed")
+        return
+    show_live(token.panel)
 
 
 def end(token) -> None:
-    """After the page and ``presenter.end``: the button's contents and the poll on show. Never raises."""
+    """After the page and ``presenter.end``: the button's contents (the questions the page offered).
+    Never raises."""
     if token is not None and getattr(token, "on", False):
-        presenter_controls(getattr(token, "ask", None), getattr(token, "panel", None))
+        presenter_controls(getattr(token, "ask", None))
 
 
 def start_run() -> None:
@@ -404,15 +409,8 @@ def _change(pid: str, how: str) -> None:
         st.session_state[NOTICE] = ("failed", failures.logged(log, "polls: %s failed", how))
 
 
-def presenter_controls(where, panel) -> None:
-    """After the page: the ask button's contents (``where``) and the live poll (``panel``). Never raises."""
-    if where is None:
-        return
-    try:
-        with where.container():
-            _ask_controls()
-    except Exception:
-        log.exception("polls: the presenter's controls failed")
+def _sync_url() -> None:
+    """The presenter page's URL names the poll on show (``asked``), so a page drawn again shows it."""
     live = st.session_state.get(LIVE)
     try:
         if live and st.query_params.get(ASKED) != live:
@@ -421,12 +419,29 @@ def presenter_controls(where, panel) -> None:
             del st.query_params[ASKED]
     except Exception:
         log.exception("polls: the presenter's URL")
-    if panel is None or not live:
+
+
+def presenter_controls(where) -> None:
+    """After the page: the ask button's contents (``where``: the questions the page offered). Never raises."""
+    if where is None:
+        return
+    try:
+        with where.container():
+            _ask_controls()
+    except Exception:
+        log.exception("polls: the presenter's controls failed")
+    _sync_url()
+
+
+def show_live(panel) -> None:
+    """The poll on show (if any) in ``panel``: a fragment (its buttons re-run it, not the page) with the
+    count in a fragment of its own, which the page's timer re-runs. Never raises."""
+    if panel is None or not st.session_state.get(LIVE):
         return
     try:
         with panel:
             st.html(PANEL_CSS)
-            st.fragment(run_every=PRESENTER_REFRESH_S)(_live)()
+            st.fragment(_live)()
     except Exception:
         log.exception("polls: the presenter's panel failed")
 
@@ -481,29 +496,42 @@ def _qr(url: str):
     return presenter.qr_png(url, width=QR_PX)
 
 
+def _count(pid: str) -> None:
+    """The live count: one read of the counts and one element, re-run every ``PRESENTER_REFRESH_S`` by
+    the page's timer (nothing else of the page or the panel runs then)."""
+    try:
+        total = sum(_store().counts(pid).values())
+    except Exception:
+        _failed("the presenter's count")
+        return
+    st.metric(_t("poll.count_label"), total, help=_t("poll.count_help"))
+
+
 def _live() -> None:
     pid = st.session_state.get(LIVE)
+    _sync_url()  # "end" (a button of this fragment) hides the poll: the URL no longer names it
     if not pid:
         return
     lg = _lang()
+    left, right = st.columns([2, 3], vertical_alignment="top")
+    title = right.empty()  # the question, above the count
+    with right:  # the count first: a page drawn again (a reconnect) shows it before the rest
+        st.fragment(run_every=PRESENTER_REFRESH_S)(_count)(pid)
     try:
         store = _store()
         p = store.get(pid)
-        counts = store.counts(pid)
+        counts = store.counts(pid) if p.revealed else None
     except Exception:
         _failed("the presenter's poll")
         return
-    total = sum(counts.values())
+    title.subheader(md(p.question_in(lg)), anchor=False)
+    right.caption(_t(STATE_WORDS.get(p.state, "poll.state_closed")))
     url = learner_url(pid, lg)
-    left, right = st.columns([2, 3], vertical_alignment="top")
     qr = _qr(url)
     with left.container(key="poll-qr"):
         if qr is not None:
             st.image(qr.png, width=qr.scale * qr.modules)
     left.code(url, language=None, wrap_lines=True)
-    right.subheader(md(p.question_in(lg)), anchor=False)
-    right.metric(_t("poll.count_label"), total, help=_t("poll.count_help"))
-    right.caption(_t(STATE_WORDS.get(p.state, "poll.state_closed")))
     if not _granted():  # a page drawn again after a reconnect: the controls after the key (the ask button)
         right.caption(_t("poll.key_again"))
         return

@@ -7,22 +7,27 @@ protocol as a browser does (bench/server.py's ``Session``):
 
 - **The presenter** opens the explorer's default page in presenter mode, gives the presenter key,
   opens "which token does this head attend to?" from its view (the buttons of the page, as clicked),
-  then re-runs the poll's fragment every second, as the browser's ``run_every`` timer does, and
-  reads the count it shows. If its replica is the one killed, its page reconnects (the poll comes
-  back from its URL) as a browser's does.
+  then re-runs the count's fragment on the page's own timer (explorer/poll_ui.py's
+  ``PRESENTER_REFRESH_S``; a tick that comes during a run is run right after it, as the browser's
+  setInterval and Streamlit's coalesced reruns do), and takes the count at the moment its element
+  arrives (when a browser draws it). If its replica is the one killed, its page reconnects and is
+  drawn again (the poll comes back from its URL) as a browser's does.
 - **60 learners** (``--poll-learners``) open the learner link (``?poll=<id>&me=<their id>``, a
   quarter in Korean), re-run their fragment every 3 s as the page's timer does, and each taps a
   choice at a random moment of the same 10 s window (``--poll-window``); 30 % change their mind a
   moment later. Half way through the window one replica's streamlit process is killed (SIGKILL); a
-  learner whose connection drops reconnects through the balancer (to the other replica), draws the
-  page again from its URL (same learner id) and sends its last tap again, whether or not it had
-  been counted before the kill.
+  page whose websocket closes notices at once, as a browser's does (also while idle), and after
+  ``RECONNECT_S`` reconnects through the balancer (to the other replica), draws the page again from
+  its URL (same learner id) and sends its last tap again if that tap's run had not answered.
 - **Other learners** (``--poll-others``, 10) use the explorer at the same time, clicking a layer
   or head every 3-6 s, reconnecting the same way.
 
 Measured and printed: whether every learner's last choice is the one stored and the total is the
 number of learners (each counted once); how soon the presenter's count showed each first answer
-after its tap was sent (p50/p95/max; floor 2 s); the learners' tap latencies; the other learners'
+after its tap was sent (p50/p95/max; floor 2 s), and after the store held it (the store's total read
+from here every ``STORE_EVERY_S``); the presenter's timed runs and whole-page runs; if the presenter's
+own replica was the one killed, when its page saw that, reconnected and showed a count again; the
+learners' tap latencies; the other learners'
 click p95 against the workshop floor (bench/stats.py); reconnects and errors. Writes
 bench/results/poll-<date>.json unless --json says where.
 """
@@ -38,14 +43,18 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
+from explorer.poll_ui import LEARNER_REFRESH_S, PRESENTER_REFRESH_S
+
 from . import server as sv
 from . import stats as bstats
 
 ROOT = Path(__file__).resolve().parent.parent
+# the pages' own timers: the presenter's count, a learner's page (explorer/poll_ui.py)
+PRESENTER_EVERY_S, LEARNER_EVERY_S = PRESENTER_REFRESH_S, LEARNER_REFRESH_S
 KEY = "bench-presenter-key"
 TEXT = "the cat sat on the mat"
-PRESENTER_EVERY_S = 1.0
-LEARNER_EVERY_S = 3.0  # as explorer/poll_ui.py's LEARNER_REFRESH_S: the learner page's own timer
+RECONNECT_S = 0.1  # a page whose websocket closed asks the server again at once, then after 100 ms (Streamlit's client)
+STORE_EVERY_S = 0.05  # the bench reads the store's total this often (the resolution of "stored")
 COUNT_FLOOR_S = 2.0
 
 
@@ -55,8 +64,10 @@ class Watch(sv.Session):
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
-        self.fragment = ""
+        self.fragment = ""  # the fragment a learner's buttons are in (its taps and its timer rerun it)
+        self.count_fragment = ""  # the fragment the presenter's count is in (its timer reruns it)
         self.metric: str | None = None
+        self.shown: list[tuple[float, int]] = []  # (monotonic time the count arrived, the count): as a browser shows it
         self.code: str | None = None
         self.alerts: list[str] = []
 
@@ -64,24 +75,48 @@ class Watch(sv.Session):
         kind = element.WhichOneof("type")
         if kind == "metric":
             self.metric = element.metric.body
-            self.fragment = delta.fragment_id or self.fragment
+            self.shown.append((time.monotonic(), int(self.metric)))
+            self.count_fragment = delta.fragment_id or self.count_fragment
         elif kind == "button" and delta.fragment_id:
             self.fragment = delta.fragment_id
-        elif kind == "code":
+        elif kind == "code" and "poll=" in element.code.code_text:  # the learner link (not the page's own URL)
             self.code = element.code.code_text
         elif kind == "alert":
             self.alerts.append(element.alert.body)
 
+    async def idle(self, seconds: float, stop: asyncio.Event) -> bool:
+        """Wait ``seconds`` as a page with nothing to do, noticing at once (as a browser's page does) when
+        its websocket closes: ConnectionError then. True if the run is over (``stop``)."""
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.ws.wait_closed())]
+        try:
+            done, _ = await asyncio.wait(waits, timeout=max(0.0, seconds), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        if stop.is_set():
+            return True
+        if waits[1] in done:
+            raise ConnectionError("the page's websocket closed")
+        return False
+
 
 async def presenter(port: int, out: dict, stop: asyncio.Event, opened: asyncio.Future) -> None:
+    """The presenter's browser page: opens the poll, then reruns the count's fragment on the page's own
+    timer (``PRESENTER_EVERY_S``, as setInterval does: a tick that comes while a run is still going is
+    run right after it, never queued twice); reconnects (a full run of the page) when its replica dies.
+    The count is taken at the moment its element arrives (a browser draws it then), not at the run's end."""
     query = f"present=1&lang=en&text={quote(TEXT)}"
     t_open = None
     s = None
     while not stop.is_set():
         try:
             s = Watch(port, query=query, run_timeout=60, sticky=True)
+            s.shown = out["seen"]  # every count the page showed, across reconnects
             await s.__aenter__()
+            t0 = time.monotonic()
+            out["connected_at"].append(t0)
             r = await s.rerun()
+            out["page_s"].append(time.monotonic() - t0)
             out["errors"] += [f"presenter: {e}" for e in r.errors]
             if not opened.done():
                 r = await s.rerun({"_poll_key": KEY, "poll_key_submit": True})
@@ -95,24 +130,46 @@ async def presenter(port: int, out: dict, stop: asyncio.Event, opened: asyncio.F
                 out["learner_link"] = link
                 opened.set_result(pid)
             query = s.query  # its URL: the poll it shows (asked=...)
-            if s.metric is not None:  # the page drawn (again, after a reconnect) shows the count at once
-                out["seen"].append((time.monotonic(), int(s.metric)))
+            tick = time.monotonic()
             while not stop.is_set():
-                await asyncio.sleep(PRESENTER_EVERY_S)
-                r = await s.rerun(fragment_id=s.fragment)
+                tick += PRESENTER_EVERY_S
+                now = time.monotonic()
+                if tick > now:
+                    if await s.idle(tick - now, stop):
+                        break
+                else:  # the timer fired during the last run: this run starts now, the timer keeps its beat
+                    tick += PRESENTER_EVERY_S * int((now - tick) // PRESENTER_EVERY_S)
+                t0 = time.monotonic()
+                r = await s.rerun(fragment_id=s.count_fragment or s.fragment)
+                out["refresh_s"].append(time.monotonic() - t0)
                 out["errors"] += [f"presenter: {e}" for e in r.errors]
-                if s.metric is not None:
-                    out["seen"].append((time.monotonic(), int(s.metric)))
         except Exception as e:  # its replica killed: the page reconnects, as a browser's does
             if not opened.done():
                 opened.set_exception(e)
                 return
             out["reconnects"] += 1
             out["reconnect_at"].append(time.monotonic())
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(RECONNECT_S)
         finally:
             if s is not None:
                 await s.__aexit__(None, None, None)
+
+
+async def stored(store, pid: str, out: list, stop: asyncio.Event) -> None:
+    """The store's own total, read every ``STORE_EVERY_S`` from here: (monotonic time, total) at each change."""
+    last = None
+    while not stop.is_set():
+        try:
+            total = sum((await asyncio.to_thread(store.counts, pid)).values())
+        except Exception:
+            total = last
+        if total != last:
+            out.append((time.monotonic(), total))
+            last = total
+        try:
+            await asyncio.wait_for(stop.wait(), STORE_EVERY_S)
+        except asyncio.TimeoutError:
+            pass
 
 
 async def learner(i: int, port: int, pid: str, n: int, plan: dict, out: dict, stop: asyncio.Event) -> None:
@@ -157,14 +214,12 @@ async def learner(i: int, port: int, pid: str, n: int, plan: dict, out: dict, st
                     out["errors"] += [f"learner {i} refresh: {e}" for e in r.errors]
                 else:
                     wake = min([next_refresh] + [t for t, _ in taps[:1]])
-                    try:
-                        await asyncio.wait_for(stop.wait(), max(0.01, wake - now))
-                    except asyncio.TimeoutError:
-                        pass
+                    if await s.idle(max(0.01, wake - now), stop):
+                        break
         except Exception as e:
             out["reconnects"] += 1
             out["dropped"].append(f"learner {i}: {type(e).__name__}")
-            await asyncio.sleep(random.uniform(0.2, 1.0))  # the page's reconnect back-off
+            await asyncio.sleep(RECONNECT_S)
         finally:
             await s.__aexit__(None, None, None)
     plan["last"] = last
@@ -205,7 +260,8 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     from explorer import poll
 
     rng = random.Random(seed)
-    out = {"errors": [], "seen": [], "reconnects": 0, "reconnect_at": []}
+    out = {"errors": [], "seen": [], "reconnects": 0, "reconnect_at": [], "connected_at": [], "page_s": [],
+           "refresh_s": []}
     lout = {"errors": [], "tap_s": [], "replays": 0, "reconnects": 0, "dropped": [], "refreshes": 0, "refused": []}
     oout = {"errors": [], "clicks": [], "reconnects": 0, "dropped": []}
     stop = asyncio.Event()
@@ -214,6 +270,8 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     pid = await asyncio.wait_for(opened, 300)
     store = poll.open_store(store_url)
     n = store.get(pid).n_choices
+    totals: list[tuple[float, int]] = []
+    s_task = asyncio.create_task(stored(store, pid, totals, stop))
     page = sv.Page.of()
     o_tasks = [asyncio.create_task(other(i, bal.port, page, oout, stop, random.Random(rng.random())))
                for i in range(others)]
@@ -237,7 +295,7 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     os.kill(killed, signal.SIGKILL)
     await asyncio.sleep(max(0.0, start + window + 8.0 - time.monotonic()))  # the window, then the replays
     stop.set()
-    await asyncio.gather(p_task, *l_tasks, *o_tasks, return_exceptions=True)
+    await asyncio.gather(p_task, s_task, *l_tasks, *o_tasks, return_exceptions=True)
 
     counts = store.counts(pid)
     wrong = []
@@ -268,6 +326,22 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
             t_seen = next((t for t, v in seen if v >= k and t >= t_sent), None)
             if t_seen is not None:
                 before.append(t_seen - t_sent)
+    # ... and from the moment the store held the k-th answer (read from here every STORE_EVERY_S): the
+    # presenter's own part, whatever the learner's tap went through
+    after_stored, after_stored_past_kill = [], []
+    for k in range(1, learners + 1):
+        t_stored = next((t for t, v in totals if v is not None and v >= k), None)
+        if t_stored is None:
+            continue
+        t_seen = next((t for t, v in seen if v >= k and t >= t_stored), None)
+        if t_seen is not None:
+            (after_stored if t_stored < t_kill else after_stored_past_kill).append(t_seen - t_stored)
+    # the presenter's page around the kill: when it saw its websocket close, when its new one opened,
+    # when it showed a count again (seconds after the kill; none if its replica was not the one killed)
+    after_kill = {"dropped_s": next((t - t_kill for t in out["reconnect_at"] if t >= t_kill), None),
+                  "connected_s": next((t - t_kill for t in out["connected_at"] if t >= t_kill), None)}
+    if after_kill["dropped_s"] is not None:
+        after_kill["count_shown_s"] = next((t - t_kill for t, _ in seen if t >= t_kill + after_kill["dropped_s"]), None)
     # the taps whose run spanned the kill (sent before it, answered after it, or replayed)
     spanned = sum(1 for plan in plans for t in plan.get("sent", []) if t <= t_kill <= t + 5.0)
     return {
@@ -282,7 +356,12 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
         "presenter_count_delay": bstats.stats(shown), "presenter_count_missed": sum(1 for d in delays if d is None),
         "presenter_count_delay_after_answered": bstats.stats(after_done),
         "presenter_count_delay_before_kill": bstats.stats(before), "taps_sent_within_5s_before_kill": spanned,
-        "presenter_reconnects": out["reconnects"], "presenter_open_s": out.get("open_s"),
+        "presenter_count_delay_after_stored": bstats.stats(after_stored + after_stored_past_kill),
+        "presenter_count_delay_after_stored_before_kill": bstats.stats(after_stored),
+        "presenter_count_delay_after_stored_after_kill": bstats.stats(after_stored_past_kill),
+        "presenter_refresh_every_s": PRESENTER_EVERY_S, "presenter_refresh_run": bstats.stats(out["refresh_s"]),
+        "presenter_page_run": bstats.stats(out["page_s"]), "store_read_every_s": STORE_EVERY_S,
+        "presenter_reconnects": out["reconnects"], "presenter_after_kill": after_kill, "presenter_open_s": out.get("open_s"),
         "tap": bstats.stats(lout["tap_s"]), "learner_reconnects": lout["reconnects"], "replays": lout["replays"],
         "learner_refreshes": lout["refreshes"], "refused": lout["refused"][:10],
         "other_clicks": bstats.stats(oout["clicks"]), "other_reconnects": oout["reconnects"],
@@ -347,10 +426,16 @@ def format_table(r: dict) -> str:
         f"{'yes' if r['every_answer_once'] else 'NO ' + str(r['wrong'])}; {r['changed_minds']} changed their mind; "
         f"counts {r['counts']}",
         f"  presenter's count after a tap was sent, p50/p95/max s: {cell(r['presenter_count_delay'])}; "
-        f"missed {r['presenter_count_missed']}; presenter reconnects {r['presenter_reconnects']}",
+        f"missed {r['presenter_count_missed']}; presenter reconnects {r['presenter_reconnects']} "
+        f"({', '.join(f'{k} {v:.2f}' for k, v in r['presenter_after_kill'].items() if v is not None) or 'not killed'})",
         f"  ... after the tap's run had answered (a lower bound): {cell(r['presenter_count_delay_after_answered'])}; "
         f"taps sent in the 5 s before the kill: {r['taps_sent_within_5s_before_kill']}",
         f"  ... first answers sent over 1.5 s before the kill: {cell(r['presenter_count_delay_before_kill'])}",
+        f"  ... after the store held it (read every {r['store_read_every_s']} s): before the kill "
+        f"{cell(r['presenter_count_delay_after_stored_before_kill'])}, after it "
+        f"{cell(r['presenter_count_delay_after_stored_after_kill'])}",
+        f"  presenter's count timer {r['presenter_refresh_every_s']} s; one timed run p50/p95/max s: "
+        f"{cell(r['presenter_refresh_run'])}; a whole page's run: {cell(r['presenter_page_run'])}",
         f"  learners' taps p50/p95/max s: {cell(r['tap'])}; reconnects {r['learner_reconnects']}, replays "
         f"{r['replays']}, refreshes {r['learner_refreshes']}",
         f"  other learners' clicks p50/p95/max s: {cell(r['other_clicks'])} (floor p95 <= {bstats.CLICK_P95}); "

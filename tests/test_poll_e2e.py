@@ -1,21 +1,33 @@
-"""Ask the class in a real `streamlit run explorer/app.py` server and headless Debian chromium, the
-answers in a real redis-server: a presenter page (presenter mode, the presenter key) opens "which
-token does this head attend to?" from its view; three learner pages (two in English, one in Korean)
-answer, one changes its answer, and the presenter's live count follows; close (the learners' buttons
-are disabled and say so), reveal (every learner sees the class's histogram beside the model's
-weights, in their language), ask again (reset: answers cleared), and a learner page reloaded (a
-reconnect) answers as the same learner, counted once; a browser with the balancer's cookie gets its
-learner id from it. Question, sentence
-and tokens stay text.
+"""Ask the class in headless Debian chromium, on both stores:
+
+- **Redis, one server** (a real `streamlit run explorer/app.py` and a real redis-server): a presenter
+  page (presenter mode, a wrong presenter key then the right one) opens "which token does this head
+  attend to?" from its view; three learner pages (two in English, one in Korean) answer, one changes
+  its answer, and the presenter's live count follows; close (the learners' buttons are disabled and
+  say so), reveal (every learner sees the class's histogram beside the model's weights, in their
+  language), the CSV, ask again (reset: answers cleared), and a learner page reloaded (a reconnect)
+  answers as the same learner, counted once; a browser with the balancer's cookie gets its learner id
+  from it.
+- **SQLite, through the balancer** (scripts/serve.sh: two replicas behind the real nginx, the answers
+  in its default store, the SQLite file every replica shares): the presenter and a Korean learner on
+  one replica, an English learner on the other (their sticky cookies chosen so); the English learner
+  answers and changes its answer, then its replica is killed (SIGKILL) in the middle of the poll: its
+  answer is kept, its page reconnects to the other replica and answers again (the answer replaces,
+  never adds), the Korean learner answers, and the presenter's count is exact throughout; then close,
+  reveal (in both languages) and ask again.
+
+Question, sentence and tokens stay text.
 
     pytest -m e2e tests/test_poll_e2e.py -s
 
-(The same poll through two replicas behind nginx with one replica killed, 60 learners:
-``python -m bench --only poll``.)
+(60 learners through the balancer, a replica killed, the presenter's count timed: ``python -m bench
+--only poll``.)
 """
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -24,6 +36,7 @@ import pytest
 from helpers import streamlit_server
 from redisd import REDIS, RedisServer
 from test_e2e import ARTIFACTS, browser, no_exception, wait_for_plots  # noqa: F401 (browser: the fixture)
+from test_supervise import NGINX, Sockets, replica_pid, sessions_on, wait_for
 
 from explorer import i18n, poll, poll_ui
 
@@ -79,21 +92,34 @@ def tap(page, i: int) -> None:
                            timeout=15_000)
 
 
-def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, browser, redis_url):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    presenter = ctx.new_page()
-    t0 = time.time()
-    timings = {}
-    presenter.goto(f"{server}/?present=1&lang=en&view=tokens&text={quote(TEXT)}", wait_until="domcontentloaded")
-    wait_for_plots(presenter, 1)
-    timings["presenter_page_s"] = round(time.time() - t0, 1)
+@pytest.fixture(scope="module")
+def balancer(tmp_path_factory):
+    """scripts/serve.sh, two replicas behind nginx; the answers in the default store (nothing set: the
+    SQLite file in the state folder the replicas share). Yields (balancer, the store's URL)."""
+    from bench import server as sv
 
-    # the presenter key, then the view's question
+    if NGINX is None:
+        pytest.skip("nginx is not installed (sh scripts/setup.sh --dev installs it)")
+    state = tmp_path_factory.mktemp("state")
+    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "ATTENTION_EXPLORER_STATE_DIR": str(state),
+           "ATTENTION_EXPLORER_PRESENTER_KEY": KEY, poll.STORE_ENV: ""}
+    with sv.Balancer(2, env=env) as bal:
+        m = re.search(r"logs in (\S+);", bal.log_tail(200))
+        assert m, bal.log_tail()
+        bal.run_dir = Path(m.group(1))  # its replicas' pid files
+        yield bal, poll.default_url({"ATTENTION_EXPLORER_STATE_DIR": str(state)})
+
+
+def open_poll(presenter, url: str, *, wrong_key_first: bool) -> str:
+    """The presenter page (presenter mode, English) gives the key and opens its view's question;
+    returns the learner link shown (which holds no key)."""
+    presenter.goto(f"{url}/?present=1&lang=en&view=tokens&text={quote(TEXT)}", wait_until="domcontentloaded")
+    wait_for_plots(presenter, 1)
     presenter.get_by_role("button", name=i18n.t("poll.ask", "en")).click()
-    field = presenter.locator("input[type=password]")
-    field.fill("not the key")
-    presenter.get_by_role("button", name=i18n.t("poll.key_submit", "en")).click()
-    presenter.get_by_text(i18n.t("poll.key_wrong", "en")).wait_for(timeout=15_000)
+    if wrong_key_first:
+        presenter.locator("input[type=password]").fill("not the key")
+        presenter.get_by_role("button", name=i18n.t("poll.key_submit", "en")).click()
+        presenter.get_by_text(i18n.t("poll.key_wrong", "en")).wait_for(timeout=15_000)
     presenter.locator("input[type=password]").fill(KEY)
     presenter.get_by_role("button", name=i18n.t("poll.key_submit", "en")).click()
     ask = presenter.get_by_role("button", name=re.compile(r"^Ask: which token"))
@@ -104,11 +130,38 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
     q = parse_qs(urlsplit(link).query)
     assert set(q) == {"poll", "lang"} and poll.valid_id(q["poll"][0])  # no key, no state, in the learner link
     assert KEY not in link and KEY not in presenter.url
-    pid = q["poll"][0]
+    assert metric(presenter) == "0"
+    return link
+
+
+def learner_page(context, link: str, lang: str):
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    page.goto(link.replace("lang=en", f"lang={lang}"), wait_until="domcontentloaded")
+    return page
+
+
+def me_of(page) -> str:
+    return parse_qs(urlsplit(page.url).query)["me"][0]
+
+
+def sees_the_reveal(page, lang: str, n: int) -> None:
+    wait_for_plots(page, 1, timeout=15)
+    text = page.locator(".js-plotly-plot").first.inner_text()
+    assert i18n.t("fig.poll_model", lang) in text and i18n.t("fig.poll_class_n", lang, n=n) in text
+    no_exception(page)
+
+
+def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, browser, redis_url):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    presenter = ctx.new_page()
+    t0 = time.time()
+    timings = {}
+    link = open_poll(presenter, server, wrong_key_first=True)  # the presenter key (a wrong one first)
+    pid = parse_qs(urlsplit(link).query)["poll"][0]
     store = poll.open_store(redis_url)
     p = store.get(pid)
     assert p.meta["kind"] == "token" and p.meta["sentence"] == TEXT and abs(sum(p.meta["weights"]) - 1) < 1e-4
-    assert metric(presenter) == "0"
 
     timings["poll_opened_s"] = round(time.time() - t0, 1)
     # three learners: two in English, one in Korean; the Korean one in a browser of its own that carries
@@ -117,12 +170,7 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
     other = browser.new_context(viewport={"width": 390, "height": 844})
     cookie = "0123456789abcdef0123456789abcdef"
     other.add_cookies([{"name": "ae_replica", "value": cookie, "url": server}])
-    learners = []
-    for context, lang in ((ctx, "en"), (ctx, "en"), (other, "ko")):  # opened together, as a class does
-        page = context.new_page()
-        page.set_viewport_size({"width": 390, "height": 844})  # a phone
-        page.goto(link.replace("lang=en", f"lang={lang}"), wait_until="domcontentloaded")
-        learners.append(page)
+    learners = [learner_page(context, link, lang) for context, lang in ((ctx, "en"), (ctx, "en"), (other, "ko"))]
     for page in learners:
         choices(page).first.wait_for(timeout=30_000)
         no_exception(page)
@@ -151,35 +199,122 @@ def test_a_whole_poll_presenter_and_learners_in_english_and_korean(server, brows
         store.answer(pid, "late-learner-123", 0)
     presenter.get_by_role("button", name=i18n.t("poll.reveal", "en"), exact=True).click()
     for page, lang in ((en, "en"), (ko, "ko")):
-        wait_for_plots(page, 1, timeout=15)
-        text = page.locator(".js-plotly-plot").first.inner_text()
-        assert i18n.t("fig.poll_model", lang) in text and i18n.t("fig.poll_class_n", lang, n=3) in text
-        no_exception(page)
+        sees_the_reveal(page, lang, 3)
     wait_for_plots(presenter, 2, timeout=15)  # the view's figure and the reveal's
     with presenter.expect_download(timeout=30_000) as dl:  # the class's answers for the teacher: no learner id
         presenter.get_by_role("button", name=i18n.t("poll.csv", "en")).click()
     rows = Path(dl.value.path()).read_bytes().decode("utf-8-sig").strip().split("\r\n")  # CRLF, RFC 4180
     assert rows[0] == "question,choice,count" and len(rows) == 1 + p.n_choices
     assert [int(r.rsplit(",", 1)[1]) for r in rows[1:]] == [store.counts(pid)[i] for i in range(p.n_choices)]
-    assert not any(x in "".join(rows) for x in ("learner", parse_qs(urlsplit(en.url).query)["me"][0]))
+    assert not any(x in "".join(rows) for x in ("learner", me_of(en)))
 
     timings["revealed_s"] = round(time.time() - t0, 1)
     # ask again: answers cleared, the learners' pages open again; a reloaded page is the same learner
     presenter.get_by_role("button", name=i18n.t("poll.reset", "en"), exact=True).click()
     wait_count(presenter, 0)
     en.get_by_text(i18n.t("poll.tap", "en")).wait_for(timeout=15_000)
-    me = parse_qs(urlsplit(en.url).query)["me"][0]
+    me = me_of(en)
     tap(en, 1)
     en.reload(wait_until="domcontentloaded")
     choices(en).first.wait_for(timeout=30_000)
-    assert parse_qs(urlsplit(en.url).query)["me"][0] == me and chosen(en) == [1]  # its answer, kept
+    assert me_of(en) == me and chosen(en) == [1]  # its answer, kept
     tap(en, 2)
     wait_count(presenter, 1)
     assert store.counts(pid)[2] == 1 and store.mine(pid, me) == 2
-    assert parse_qs(urlsplit(ko.url).query)["me"][0] == poll_ui.browser_learner(pid, cookie)
+    assert me_of(ko) == poll_ui.browser_learner(pid, cookie)
     for page in [presenter, *learners]:
         no_exception(page)
     timings["done_s"] = round(time.time() - t0, 1)
     print("\npoll timings:", timings)
     other.close()
+    ctx.close()
+
+
+def replica_of(bal, cookie: str) -> int:
+    """The replica (1 or 2) nginx sends a browser with this sticky cookie to: a websocket opened with it
+    through the balancer, found on that replica's port (nothing else is connected)."""
+    from websockets.sync.client import connect
+
+    ports = {i: bal.port + i for i in (1, 2)}
+    assert wait_for(lambda: not any(sessions_on(p) for p in ports.values()), 10, 0.05)
+    with connect(f"ws://127.0.0.1:{bal.port}/_stcore/stream", subprotocols=["streamlit"], origin=bal.url,
+                 additional_headers={"Cookie": f"ae_replica={cookie}"}, open_timeout=60, proxy=None):
+        on = wait_for(lambda: [i for i, p in ports.items() if sessions_on(p)], 10, 0.05)
+    assert len(on) == 1, on
+    return on[0]
+
+
+def test_a_poll_through_the_balancer_on_sqlite_with_a_replica_killed(balancer, browser):
+    bal, url = balancer
+    t0 = time.time()
+    timings = {}
+    # two browsers' sticky cookies, one a replica: the presenter and the Korean learner stay, the English
+    # learner's replica is killed
+    stay = f"presenterbrowser{0:04d}"
+    home = replica_of(bal, stay)
+    cookie = next(c for c in (f"learnerbrowser{i:04d}" for i in range(40)) if replica_of(bal, c) != home)
+    killed = 3 - home
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.add_cookies([{"name": "ae_replica", "value": stay, "url": bal.url}])
+    phone = browser.new_context(viewport={"width": 390, "height": 844})
+    phone.add_cookies([{"name": "ae_replica", "value": cookie, "url": bal.url}])
+    presenter = ctx.new_page()
+    link = open_poll(presenter, bal.url, wrong_key_first=False)
+    pid = parse_qs(urlsplit(link).query)["poll"][0]
+    store = poll.open_store(url)
+    assert store.kind == "sqlite" and store.get(pid).is_open
+    n = store.get(pid).n_choices
+    timings["poll_opened_s"] = round(time.time() - t0, 1)
+
+    en = learner_page(phone, link, "en")
+    sockets = Sockets(en)  # its websockets: the first, and the one it reconnects with
+    ko = learner_page(ctx, link, "ko")
+    for page in (en, ko):
+        choices(page).first.wait_for(timeout=60_000)
+    assert sessions_on(bal.port + killed) == 1  # the English learner's page, alone on its replica
+    timings["learners_loaded_s"] = round(time.time() - t0, 1)
+    me = me_of(en)
+    assert me == poll_ui.browser_learner(pid, cookie) and me_of(ko) == poll_ui.browser_learner(pid, stay)
+    tap(en, 0)
+    tap(en, 1)  # a change of mind
+    wait_count(presenter, 1)
+
+    # the English learner's replica killed in the middle of the poll: its answer is kept, its page
+    # reconnects through nginx to the other replica, is drawn again from its URL (the same learner)
+    old = replica_pid(bal, killed)
+    os.kill(old, signal.SIGKILL)
+    t_kill = time.time()
+    assert store.mine(pid, me) == 1 and sum(store.counts(pid).values()) == 1
+    assert wait_for(lambda: sockets.answered(2), 60, 0.2, en), sockets.frames
+    en.wait_for_function("() => document.querySelectorAll('.st-key-poll-choices button').length > 0", timeout=30_000)
+    timings["reconnected_after_kill_s"] = round(time.time() - t_kill, 1)
+    assert chosen(en) == [1] and me_of(en) == me
+    tap(en, 2)  # answers again, on the other replica: the answer replaces
+    tap(ko, n - 1)
+    # the count shows 2 only once the Korean answer is in, and the English one was stored before it:
+    # an answer counted twice would show 3
+    wait_count(presenter, 2)
+    presenter.wait_for_timeout(3 * poll_ui.PRESENTER_REFRESH_S * 1000)  # three more reads of the count
+    assert metric(presenter) == "2"
+    counts = store.counts(pid)
+    assert sum(counts.values()) == 2 and counts[2] == 1 and counts[n - 1] == 1 and store.mine(pid, me) == 2
+    timings["answered_s"] = round(time.time() - t0, 1)
+
+    # close, reveal in both languages, ask again: served by the replica left (and by the restarted one)
+    presenter.get_by_role("button", name=i18n.t("poll.close", "en"), exact=True).click()
+    en.get_by_text(i18n.t("poll.closed_wait", "en")).wait_for(timeout=15_000)
+    ko.get_by_text(i18n.t("poll.closed_wait", "ko")).wait_for(timeout=15_000)
+    presenter.get_by_role("button", name=i18n.t("poll.reveal", "en"), exact=True).click()
+    for page, lang in ((en, "en"), (ko, "ko")):
+        sees_the_reveal(page, lang, 2)
+    presenter.get_by_role("button", name=i18n.t("poll.reset", "en"), exact=True).click()
+    wait_count(presenter, 0)
+    en.get_by_text(i18n.t("poll.tap", "en")).wait_for(timeout=15_000)
+    assert sum(store.counts(pid).values()) == 0
+    for page in (presenter, en, ko):
+        no_exception(page)
+    assert replica_pid(bal, killed) != old  # serve.sh started it again
+    timings["done_s"] = round(time.time() - t0, 1)
+    print("\npoll through the balancer, timings:", timings)
+    phone.close()
     ctx.close()

@@ -70,6 +70,30 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subpro
                           env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **(env or {})})
 
 
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """The exporter's command line run in this process: ``explorer.cli.export.main(ARGS)`` with its
+    stdout and stderr captured, its exit status as ``returncode`` (``parser.error`` exits with 2).
+
+    The same code as ``python -m explorer.export ARGS`` (``explorer/export/__main__.py`` only calls
+    ``main``) without a new interpreter's ~4 CPU-s of imports and its own chromium per call; the
+    tests that need a real process (its environment, its entry point) use ``run_cli``."""
+    import contextlib
+    import io
+
+    from explorer.cli.export import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if not isinstance(e.code, (int, type(None))):
+                print(e.code, file=sys.stderr)
+    return subprocess.CompletedProcess(["python", "-m", "explorer.export", *args], code or 0,
+                                       out.getvalue(), err.getvalue())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

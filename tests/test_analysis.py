@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from float32 import close
-from helpers import run_cli
+from helpers import cli
 from test_i18n import clean, english_words, figure_strings, table_strings
 
 import model
@@ -433,7 +433,7 @@ def test_every_new_stage_exports_in_korean_png_svg_pdf_csv(seed_model):
 
 
 def test_the_exporter_makes_the_new_stages_in_korean(tmp_path):
-    r = run_cli("--model", "seed", "--text", "hello world", "--text", "안녕", "--stages", ",".join(NEW),
+    r = cli("--model", "seed", "--text", "hello world", "--text", "안녕", "--stages", ",".join(NEW),
                 "--format", "csv", "--lang", "ko", "--layer", "1", "--head", "2", "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stderr
     files = {p.name: p.read_text(encoding="utf-8-sig") for p in tmp_path.glob("*.csv")}

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
-from helpers import run_cli
+from helpers import cli
 from PIL import Image
 from pypdf import PdfReader
 
@@ -117,7 +117,7 @@ def test_cli_exports_the_decoding_as_gif_and_pdf(tmp_path, name, limit):
     "attention" would be ten steps, twenty renders of the same code path)."""
     text = "attention" if name == "seed" else "banana"
     out = tmp_path / "slides"
-    r = run_cli("--model", name, "--text", "a first sentence", "--text", text, "--sentence", "1", "--layer", "1",
+    r = cli("--model", name, "--text", "a first sentence", "--text", text, "--sentence", "1", "--layer", "1",
                 "--head", "2", "--stages", "decoding", "--format", "gif,pdf,png,csv", "--step", "2", "--out",
                 str(out), "--quiet", *(["--max-new-tokens", str(limit)] if limit else []))
     assert r.returncode == 0, r.stderr
@@ -137,7 +137,7 @@ def test_cli_exports_the_decoding_as_gif_and_pdf(tmp_path, name, limit):
 def test_cli_exports_smollm2s_decoding(tmp_path):
     if not fetch.is_fetched("smollm2"):
         pytest.skip(f"smollm2 not fetched (run `{fetch.fetch_command('smollm2')}`)")
-    r = run_cli("--model", "smollm2", "--text", "The capital of France is", "--stages", "decoding", "--format",
+    r = cli("--model", "smollm2", "--text", "The capital of France is", "--stages", "decoding", "--format",
                 "gif,pdf", "--max-new-tokens", "6", "--layer", "3", "--head", "4", "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stderr
     check_outputs(tmp_path, 6)  # " Paris.\n\nThe answer": no end token within 6
@@ -148,7 +148,7 @@ def test_cli_exports_smollm2s_decoding(tmp_path):
     (["--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
 ])
 def test_cli_decoding_errors_are_clear(tmp_path, args, message):
-    r = run_cli("--model", "seed-sort", "--text", "banana", "--stages", "decoding", "--format", "csv",
+    r = cli("--model", "seed-sort", "--text", "banana", "--stages", "decoding", "--format", "csv",
                 "--out", str(tmp_path / "out"), *args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from helpers import run_cli, streamlit_server
+from helpers import cli, run_cli, streamlit_server
 
 import model
 from explorer import export as ex
@@ -326,7 +326,7 @@ def test_cli_errors_are_clear(tmp_path, tiny, args, message):
     opts = {"--model": tiny, "--text": "hello", "--out": str(tmp_path / "out"), "--format": "csv"}
     for k, v in zip(args[::2], args[1::2]):
         opts[k] = v.replace("STAGE0", ex.stage_ids()[0])
-    r = run_cli(*[x for kv in opts.items() for x in kv])
+    r = cli(*[x for kv in opts.items() for x in kv])
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert "usage: python -m explorer.export" in r.stderr and "Traceback" not in r.stderr
@@ -353,7 +353,7 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
     format. Every stage in every image format goes through the same render_items in the bundle above
     (test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_file)."""
     out = tmp_path / "slides"
-    r = run_cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
+    r = cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
                 "--stages", "all", "--format", "svg,csv", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "exporting" in r.stderr  # the progress bar
@@ -370,7 +370,7 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
 
     few = applicable[:2]
     out = tmp_path / "few"
-    r = run_cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
+    r = cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
                 "--stages", ",".join(few), "--out", str(out), "--quiet")  # the default formats
     assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in out.iterdir())
@@ -385,7 +385,7 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
 
 @needs_chromium
 def test_cli_zip(tmp_path, tiny):
-    r = run_cli("--model", tiny, "--text", "hello", "--stages", ex.stage_ids()[0], "--format",
+    r = cli("--model", tiny, "--text", "hello", "--stages", ex.stage_ids()[0], "--format",
                 "svg,csv", "--zip", "--theme", "screen", "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stderr
     (zpath,) = tmp_path.glob("*.zip")
@@ -563,7 +563,7 @@ def test_csv_cells_a_spreadsheet_would_evaluate_are_neutralised():
 
 
 def test_the_exporters_csv_neutralises_a_typed_formula(tmp_path):
-    r = run_cli("--model", "seed", "--text", "=1+2", "--stages", "tokens", "--format", "csv",
+    r = cli("--model", "seed", "--text", "=1+2", "--stages", "tokens", "--format", "csv",
             "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stderr
     (path,) = tmp_path.glob("*.csv")
@@ -606,7 +606,7 @@ def test_a_browser_killed_while_starting_is_started_again_and_reported_truthfull
 
 
 def test_cli_text_over_the_token_limit_exits_with_a_message_not_a_traceback(tmp_path):
-    r = run_cli("--model", "seed", "--text", "a" * 600, "--stages", "tokens", "--format", "csv",
+    r = cli("--model", "seed", "--text", "a" * 600, "--stages", "tokens", "--format", "csv",
                 "--out", str(tmp_path), "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "601 tokens" in r.stderr and "at most 512" in r.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 import float32
 import pytest
 import torch
-from helpers import app, ok
+from helpers import app, cli, ok
 
 import model
 from explorer import export as ex
@@ -317,17 +317,16 @@ def test_the_app_refuses_past_the_hosted_bound(monkeypatch):
 
 
 def test_the_exporter_computes_patching_for_compare(tmp_path):
-    from helpers import run_cli
 
     out = tmp_path / "csv"
-    r = run_cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", SEED_PAIR[1], "--stages", "patching",
+    r = cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", SEED_PAIR[1], "--stages", "patching",
                 "--format", "csv", "--lang", "ko", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     (csv_path,) = out.glob("*.csv")
     lines = csv_path.read_text("utf-8-sig").splitlines()
     assert lines[0].split(",")[-3:] == ["레이어", "위치", "로그확률"]  # after the row index
     assert len(lines) == 1 + model.load("seed").info.n_layers * 12
-    r = run_cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", "hi", "--stages", "patching",
+    r = cli("--model", "seed", "--text", SEED_PAIR[0], "--compare", "hi", "--stages", "patching",
                 "--format", "csv", "--out", str(tmp_path / "none"), "--quiet")
     assert r.returncode == 0 and not list((tmp_path / "none").glob("*.csv"))  # no table: the figure says why
 
@@ -396,13 +395,12 @@ def test_other_encoder_decoders_patch_through_the_common_interface(family):
 
 @pytest.mark.parametrize("family", ["t5", "marian"])
 def test_the_exporter_writes_the_patching_table_of_other_encoder_decoders(tmp_path, family):
-    from helpers import run_cli
 
     path = FAMILIES / family
     if not path.is_dir():
         pytest.skip(f"no fixture {family}")
     out = tmp_path / "csv"
-    r = run_cli("--model", str(path), "--text", "a b c d", "--compare", "a b e d", "--stages", "patching",
+    r = cli("--model", str(path), "--text", "a b c d", "--compare", "a b e d", "--stages", "patching",
                 "--format", "csv", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     (csv_path,) = out.glob("*.csv")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import float32
-from helpers import run_cli
+from helpers import cli
 import torch
 
 import model
@@ -347,14 +347,14 @@ def test_export_of_a_comparison_names_the_second_sentence(seed, runs):
 
 def test_cli_edit_and_compare(tmp_path):
     out = tmp_path / "slides"
-    r = run_cli("--model", "seed", "--text", "hello world", "--edit", "no_causal", "--compare", "hello word",
+    r = cli("--model", "seed", "--text", "hello world", "--edit", "no_causal", "--compare", "hello word",
                 "--block", "decoder.self_attn", "--format", "csv", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in out.iterdir())
     assert any("_E-no_causal_" in n and "whatif_pattern" in n for n in names), names
     assert any("_vs-hello-word_" in n and "compare_pattern" in n for n in names), names
     assert not any("_E-" in n for n in names if "whatif" not in n)
-    r = run_cli("--model", "seed", "--text", "hi", "--format", "csv", "--out", str(tmp_path / "b"), "--quiet")
+    r = cli("--model", "seed", "--text", "hi", "--format", "csv", "--out", str(tmp_path / "b"), "--quiet")
     assert r.returncode == 0 and not any("whatif" in p.name for p in (tmp_path / "b").iterdir())
 
 
@@ -364,7 +364,7 @@ def test_cli_edit_and_compare(tmp_path):
     (["--stages", "whatif_pattern"], "--stages whatif_pattern compare(s) with a second run: give --edit"),
 ])
 def test_cli_edit_errors_are_clear(tmp_path, args, message):
-    r = run_cli("--model", "seed", "--text", "hi", "--format", "csv", "--out", str(tmp_path / "o"), *args)
+    r = cli("--model", "seed", "--text", "hi", "--format", "csv", "--out", str(tmp_path / "o"), *args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 

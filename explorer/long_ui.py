@@ -11,7 +11,7 @@ import streamlit as st
 
 import model
 from explorer import export as ex
-from explorer import i18n, inputs, state
+from explorer import i18n, inputs, quota, state
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, t
 from explorer.views import long as lv
@@ -48,6 +48,9 @@ def render(_section: str, page) -> None:
         if e.reason != "position_bias":
             raise
         st.info(t("long.position_bias", model=page.info.name), icon="ℹ️")
+        return
+    except quota.Refused as e:  # this page's quota (hosted): many new long texts in a short time
+        st.warning(e.message(lg), icon="⏳")
         return
     except model.RunTooLarge as e:
         st.warning(t("long.too_large", model=page.info.name, need=f"{e.estimate / 2**20:,.0f}",

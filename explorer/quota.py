@@ -44,13 +44,14 @@ DEFAULTS = {
     "patching": (2.0, 2.0),  # one experiment: layers x positions forward passes (7-14 s)
     "export": (20.0, 40.0),  # rendered images (a PNG: 1; a GIF or PDF of a timeline: 1 per step, up to 40)
     "answer": (30.0, 15.0),  # a learner's taps on a class poll (explorer/poll_ui.py): a change of mind, not a flood
+    "long": (4.0, 4.0),  # a new text in the Long text view (explorer/long_ui.py): a forward pass of up to the host's bound
 }
-ENV_NAMES = {"lens": "LENS", "patching": "PATCH", "export": "EXPORT_RENDERS", "answer": "POLL_ANSWERS"}
+ENV_NAMES = {"lens": "LENS", "patching": "PATCH", "export": "EXPORT_RENDERS", "answer": "POLL_ANSWERS", "long": "LONG_RUNS"}
 # (kind, busy) -> the words (explorer/i18n.py): "busy" a second one while one runs, else over the rate
 WORDS = {("lens", False): "quota.lens_wait", ("lens", True): "quota.lens_busy",
          ("patching", False): "quota.patching_wait", ("patching", True): "quota.patching_busy",
          ("export", False): "quota.export_wait", ("export", True): "quota.export_busy",
-         ("answer", False): "quota.answer_wait"}
+         ("answer", False): "quota.answer_wait", ("long", False): "quota.long_wait", ("long", True): "quota.long_busy"}
 MAX_PAGES = 10_000  # pages remembered at once (the least recently charged forgotten first)
 FORGET_S = 3600.0  # a page idle this long is forgotten (its buckets would be full again anyway)
 

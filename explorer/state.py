@@ -558,9 +558,9 @@ def long_run(name: str, text: str, bound: int):
 
     stamp = weights_stamp(name)
 
-    def make():
+    def make():  # a new text: within this page's quota when hosted (explorer/quota.py), on a run slot
         m, _ = _load(name, stamp)
-        with _RUN_SLOTS:
+        with quota.spend("long"), _RUN_SLOTS:
             return ml.long_run(m, text, bound)
 
     return _LONG.get((name, stamp, text, int(bound)), make, lambda lr: lr.nbytes)

@@ -248,6 +248,17 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
     at.number_input(key="long_q0").set_value(50).run()
     ok(at, strict=True)
     assert "50" in json.loads(at.get("plotly_chart")[1].proto.spec)["layout"]["title"]["text"]
+    # hosted, a page's new long texts are bounded (explorer/quota.py): one a minute here, the second waits
+    monkeypatch.setenv("ATTENTION_EXPLORER_QUOTAS", "1")
+    monkeypatch.setenv("ATTENTION_EXPLORER_LONG_RUNS_PER_MINUTE", "1")
+    at.sidebar.text_area(key="text").set_value("a second text " * 30).run()
+    ok(at, strict=True)
+    assert len(at.get("plotly_chart")) == 3 and not at.warning
+    at.sidebar.text_area(key="text").set_value("a third text " * 30).run()
+    ok(at, strict=True)
+    assert len(at.get("plotly_chart")) == 0
+    said = i18n.t("quota.long_wait", "ko", n="1", s="§").split("§")
+    assert len(at.warning) == 1 and at.warning[0].value.startswith(said[0]) and at.warning[0].value.endswith(said[1])
 
 
 # --- the real Gemma 3 ------------------------------------------------------------------------------

@@ -33,3 +33,17 @@ def seed():
 @pytest.fixture(scope="module")
 def run(seed):
     return stages.run_data(seed, VIEW_TEXTS)
+
+
+@pytest.fixture(scope="session")
+def shared_server():
+    """One ``streamlit run explorer/app.py`` per test process, shared by the browser tests' files
+    (tests/test_e2e.py's ``server``): a server's start and its models' loads are paid once per worker,
+    not once per file. Its log: tests/artifacts/streamlit-<worker>.log."""
+    from helpers import ROOT, streamlit_server
+
+    artifacts = ROOT / "tests" / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with streamlit_server(log=artifacts / f"streamlit-{worker}.log") as url:
+        yield url

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from helpers import streamlit_server
+
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -35,10 +35,9 @@ DATA_JS = """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plot
 
 
 @pytest.fixture(scope="module")
-def server(request):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)  # a log per test file: files run side by side (xdist)
-    with streamlit_server(log=ARTIFACTS / f"streamlit-{request.module.__name__}.log") as url:
-        yield url
+def server(shared_server):
+    """The test process's one streamlit server (tests/conftest.py), shared by every browser test file."""
+    return shared_server
 
 
 @pytest.fixture(scope="module")

@@ -282,8 +282,10 @@ def page() -> None:
         url.url_int("query", tq, messages)
         url.url_int("key", tk, messages)
     show_messages(messages)
+    long_view = st.session_state.get("view") == "long"  # it reads the whole box: the sentences' cuts are not its
     for n in notices:
-        st.info(t(n.key, **n.args), icon="✂️")
+        if not long_view or n.key == "box_cut":
+            st.info(t(n.key, **n.args), icon="✂️")
     shown_text = st.container(key="sentence-row", horizontal=True, vertical_alignment="center", gap="small")
     shown_text.caption(t("current", i=sel.sentence), width="content")
     shown_text.text(style.plain_text(texts[sel.sentence]))  # as typed, never markup (st.code's highlighter: 1.5 MB)

@@ -11,13 +11,20 @@ import streamlit as st
 
 import model
 from explorer import export as ex
-from explorer import i18n, inputs, quota, state
+from explorer import export_ui, i18n, inputs, quota, state
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, t
 from explorer.views import long as lv
 from model.analysis import long as ml
 
 kept("long_q0", "long_k0")
+
+
+def _png(fig, what: str):
+    """A PNG download's callable: rendered when clicked, within the page's export quota and kept
+    (explorer/export_ui.py, as every figure's PNG)."""
+    return export_ui._deferred(lambda: fig, "png", lambda f: ex.figure_bytes(f, "png", scale=1), lambda f: 1,
+                               lang(), what)
 
 
 def _downloads(items: list[tuple[str, str, object, str, str]]) -> None:
@@ -80,7 +87,7 @@ def render(_section: str, page) -> None:
     finite = grid[grid == grid]
     st.caption(lv.overview_note(block, float(finite.max()) if finite.size else 0.0, rule.window, rule.causal,
                                 lr.T, lg))
-    _downloads([(t("long.png_overview"), f"{stem}.png", lambda: ex.figure_bytes(fig, "png", scale=1), ex.MIME["png"],
+    _downloads([(t("long.png_overview"), f"{stem}.png", _png(fig, "long view"), ex.MIME["png"],
                  "long-dl-overview"),
                 (t("long.csv_head"), f"{stem}.csv",
                  lambda: b"".join(lv.cells_csv(ml.nonzero_cells(lr, layer, head))), ex.MIME["csv"], "long-dl-cells")])
@@ -107,7 +114,7 @@ def render(_section: str, page) -> None:
     said = lv.compare_note(s.first, s.distance, s.window_layers, s.window, lg)
     if said:
         st.markdown(said)
-    _downloads([(t("long.png_summary"), f"{stem}_summaries.png", lambda: ex.figure_bytes(sfig, "png", scale=1),
+    _downloads([(t("long.png_summary"), f"{stem}_summaries.png", _png(sfig, "long summaries"),
                  ex.MIME["png"], "long-dl-summary-png"),
                 (t("long.csv_summary"), f"{stem}_summaries.csv",
                  lambda: ex.table_bytes(lv.summary_table(s.first, s.distance, s.inside, s.window_layers)),

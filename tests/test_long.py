@@ -285,3 +285,14 @@ def test_gemma3_at_768_tokens_the_band_on_local_layers_every_key_on_global():
     local, glob = list(lr.window_layers), [i for i in range(18) if i not in lr.window_layers]
     assert (s.first[local][:, :, 512:] == 0).all() and (s.first[glob][:, :, 512:].mean() > 0.01)
     assert s.distance[glob][:, :, 512:].mean() > s.distance[local][:, :, 512:].mean()
+
+
+def test_the_words_follow_the_layer_and_the_drawing():
+    assert lv.layer_kind(512, 512, True, "en") == "local layer, window 512"
+    assert lv.layer_kind(512, 0, True, "en") == "global layer" and lv.layer_kind(0, 0, True, "en") == "causal"
+    assert lv.layer_kind(0, 0, False, "ko") == i18n.t("long.kind.bidirectional", "ko")
+    note = lv.overview_note(8, 0.25, 512, True, 4096, "ko")
+    assert "8 × 8" in note and "512" in note and "0.2500" in note and i18n.t("long.note.causal", "ko") in note
+    assert i18n.t("long.note.window", "en", w=512) not in lv.overview_note(1, 0.25, 512, True, 300, "en")  # no band
+    assert i18n.t("long.note.full", "en") in lv.overview_note(1, 0.25, 0, False, 300, "en")
+    assert "Gemma 3" in lv.summary_note(512, False, 9, 0, 0, "en") and "Gemma 3" not in lv.summary_note(512, True, 4, 0, 0, "en")

@@ -70,8 +70,8 @@ def overview_figure(grid: np.ndarray, block: int, tokens: Sequence[str], *, wind
                  f"{style.esc(value)} = %{{z:.4f}}<extra></extra>")
     else:
         value = L["long_block_max"].format(b=block)
-        hover = (f"{style.esc(L['query'])} %{{y:.0f}} ± {block // 2}<br>{style.esc(L['key'])} %{{x:.0f}} ± {block // 2}"
-                 f"<br>{style.esc(value)} = %{{z:.4f}}<extra></extra>")
+        hover = (f"{style.esc(L['query'])} ≈ %{{y:.1f}}<br>{style.esc(L['key'])} ≈ %{{x:.1f}}"
+                 f"<br>{style.esc(value)} = %{{z:.4f}}<extra></extra>")  # the block's centre
     traces = [style.trace("heatmap", z=z, x0=centre, dx=block, y0=centre, dy=block, coloraxis="coloraxis",
                           hoverongaps=False, hovertemplate=hover, name=style.esc(value))]
     edge = dict(color="white", width=1, dash="dot")

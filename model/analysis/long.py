@@ -12,9 +12,9 @@ same scale, applied to q when it is a power of two, the same soft-cap), the mask
 (causal, and the sliding window on the layers that use it), and a row's softmax runs over every key
 that row may see. ``tests/test_long.py`` checks the rows against ``run_with_cache``'s ``hook_pattern``.
 
-What is held: q and k of every layer, (nh + nkv)·T·hs floats a layer (Gemma 3 1B at 4,096 tokens:
-18 × (4 + 1) × 4,096 × 256 × 4 B = 377 MB), against 18 × 4 × 4,096² × 4 B = 4.8 GB for the patterns
-alone. A pattern or summary holds one block of queries (``ROWS``) × the keys it may see × the heads of
+What is held: q and k of every layer, (nh + nkv)·T·hs floats a layer (Gemma 3 270M, the one fetched
+here, at 4,096 tokens: 18 × (4 + 1) × 4,096 × 256 × 4 B = 377 MB), against 18 × 4 × 4,096² × 4 B =
+4.8 GB for the patterns alone. A pattern or summary holds one block of queries (``ROWS``) × the keys it may see × the heads of
 one layer at a time. The forward pass itself still makes each layer's (nh, T, T) scores once, as any
 pass does; they are dropped when the layer is done. The readout (T × vocabulary logits: 4.3 GB for
 Gemma 3 at 4,096 tokens) is never computed.

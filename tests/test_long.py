@@ -296,3 +296,24 @@ def test_the_words_follow_the_layer_and_the_drawing():
     assert i18n.t("long.note.window", "en", w=512) not in lv.overview_note(1, 0.25, 512, True, 300, "en")  # no band
     assert i18n.t("long.note.full", "en") in lv.overview_note(1, 0.25, 0, False, 300, "en")
     assert "Gemma 3" in lv.summary_note(512, False, 9, 0, 0, "en") and "Gemma 3" not in lv.summary_note(512, True, 4, 0, 0, "en")
+
+
+def test_nothing_holds_a_layers_whole_pattern(full, monkeypatch):
+    """The grid, the summaries, the zoom and the CSV's blocks: the scores made at once are at most one
+    block of ROWS queries × T keys × one layer's heads (4,096 tokens: 4 × 256 × 4,096, where one
+    layer's T × T for every head would be 16 times as many)."""
+    made = []
+    scores = ml._scores
+
+    def counted(*args):
+        s = scores(*args)
+        made.append(s.numel())
+        return s
+
+    monkeypatch.setattr(ml, "_scores", counted)
+    T, H = full.T, full.n_heads
+    ml.block_grid(full, 1, 0, lv.GRID_CELLS)
+    ml.summaries(full)
+    ml.region(full, 1, 0, 4000, 4020, 10, 30)
+    next(iter(ml.nonzero_cells(full, 1, 0)))
+    assert made and max(made) <= H * ml.ROWS * T < H * T * T // 8

@@ -74,8 +74,11 @@ def render(_section: str, page) -> None:
     # the whole pattern, and where the zoom is
     n = min(lv.ZOOM, lr.T)
     last = lr.T - n
-    for key in ("long_q0", "long_k0"):  # a shorter text: the zoom's corner moves inside it
-        st.session_state[key] = min(max(int(keep(key, last)), 0), last)
+    shown = (name, lr.text, lr.limit)
+    new_text = st.session_state.get("_long_shown") != shown
+    st.session_state["_long_shown"] = shown
+    for key in ("long_q0", "long_k0"):  # a new text: the zoom starts at its last queries; kept inside it
+        st.session_state[key] = last if new_text else min(max(int(keep(key, last)), 0), last)
     grid, block = state.long_grid(name, text, bound, layer, head, lv.GRID_CELLS)
     q0, k0 = int(st.session_state["long_q0"]), int(st.session_state["long_k0"])
     title = t("long.overview_title", layer=layer, head=head, T=lr.T,

@@ -240,6 +240,8 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
     at.sidebar.text_area(key="text").set_value(text).run()
     ok(at, strict=True)
     assert len(at.get("plotly_chart")) == 3
+    zoom_title = json.loads(at.get("plotly_chart")[1].proto.spec)["layout"]["title"]["text"]
+    assert f"{120 - lv.ZOOM}–119" in zoom_title, zoom_title  # a new text: the zoom at its last queries
     infos = [i.value for i in at.info]  # the view's own cut, not the sentences' (it reads the whole box)
     n = ml.token_count(model.load("seed"), text)
     assert infos == [i18n.t("long.cut", "ko", m=n, n=120, model="seed")], infos

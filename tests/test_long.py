@@ -265,6 +265,8 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
 
 # --- the real Gemma 3 ------------------------------------------------------------------------------
 
+@pytest.mark.slow
+@pytest.mark.weights
 @pytest.mark.skipif(not fetch.is_fetched("gemma3"), reason="gemma3 is not fetched (python -m model.fetch gemma3)")
 def test_gemma3_at_768_tokens_the_band_on_local_layers_every_key_on_global():
     torch.set_num_threads(1)

@@ -74,7 +74,7 @@ def render(_section: str, page) -> None:
     # the whole pattern, and where the zoom is
     n = min(lv.ZOOM, lr.T)
     last = lr.T - n
-    shown = (name, lr.text, lr.limit)
+    shown = (name, hash(lr.text), len(lr.text), lr.limit)  # which text the zoom was set for (not the text itself)
     new_text = st.session_state.get("_long_shown") != shown
     st.session_state["_long_shown"] = shown
     for key in ("long_q0", "long_k0"):  # a new text: the zoom starts at its last queries; kept inside it

@@ -218,7 +218,7 @@ def test_the_stage_draws_the_result_and_says_what_is_missing(seed):
     from test_i18n import clean, english_words, figure_strings, table_strings
 
     seen = [clean(x) for x in figure_strings(kfig.to_dict())] + list(table_strings(kdf))
-    assert not [(w, x) for x in seen for w, p in english_words().items() if p.search(x)]  # no English in Korean
+    assert not english_words().found(seen)  # no English in Korean
     # without the second sentence, with another token count, without the result (or another pair's)
     for opts, words in (({}, "second sentence"),
                         ({"other": stages.run_data(seed, ["hi"])}, "this one has 12, the second 3"),

@@ -451,9 +451,8 @@ def test_korean_what_if_figures_and_tables_carry_no_english_catalogue_word(seed,
                           ("compare_pattern", {"other": other})):
             fig, df = stages.stage_figure(sid, runs[""], seed.info, sel, lang="ko", **opts)
             seen = [clean(s) for s in figure_strings(fig.to_dict())] + [str(s) for s in table_strings(df)]
-            found += [f"{sid}: {w}" for s in seen for w, p in words.items() if p.search(s)]
+            found += [f"{sid}: {w}" for w, _ in words.found(seen)]
             picked = picking.pickable(stages.stage_figure("softmax", runs[""], seed.info, sel, lang="ko")[0],
                                       "cell", "ko")
-            found += [f"pick: {w}" for s in figure_strings(picked.to_dict()) for w, p in words.items()
-                      if p.search(clean(s))]
+            found += [f"pick: {w}" for w, _ in words.found(clean(s) for s in figure_strings(picked.to_dict()))]
     assert found == []

@@ -3,7 +3,7 @@ exporter's --text-file and --long.
 
 The long run keeps q and k per layer and rebuilds a head's pattern a block of queries at a time; the
 rows must be the model's own ``hook_pattern`` (checked on a small random Gemma-3-family model whose
-window is made short and positions long, on the seed's encoder, and once on the real Gemma 3 at 768
+window is made short and positions long, on the seed's encoder, and once on the real Gemma 3 at 640
 tokens), the grid each square's largest weight, the summaries those of the full pattern, the payload of
 a 4,096-token view at most 3 MB.
 """
@@ -268,12 +268,12 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.weights
 @pytest.mark.skipif(not fetch.is_fetched("gemma3"), reason="gemma3 is not fetched (python -m model.fetch gemma3)")
-def test_gemma3_at_768_tokens_the_band_on_local_layers_every_key_on_global():
+def test_gemma3_at_640_tokens_the_band_on_local_layers_every_key_on_global():
     torch.set_num_threads(1)
     m = model.load("gemma3")
     text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    lr = ml.long_run(m, text, 768)
-    assert lr.T == 768 and lr.window == 512 and 0 in lr.window_layers and 5 not in lr.window_layers
+    lr = ml.long_run(m, text, 640)
+    assert lr.T == 640 and lr.window == 512 and 0 in lr.window_layers and 5 not in lr.window_layers
     # the model's own patterns of a local and a global layer, from the same forward pass (no readout)
     store: dict = {}
     names = ["decoder.blocks.0.self_attn.hook_pattern", "decoder.blocks.5.self_attn.hook_pattern"]

@@ -470,6 +470,8 @@ def main(argv=None) -> int:
     p.add_argument("--poll-others", type=int, default=10, help="poll: other learners clicking the explorer meanwhile")
     p.add_argument("--poll-store", choices=("sqlite", "redis"), default="sqlite",
                    help="poll: the store the replicas share (a SQLite file, or a redis-server started here)")
+    p.add_argument("--poll-kill", choices=("presenter", "other"), default="presenter",
+                   help="poll: the replica killed mid-poll, the presenter's own (its page reconnects) or the other")
     p.add_argument("--models", default="seed,minilm,smollm2")
     p.add_argument("--lengths", default="16,128,512")
     p.add_argument("--sessions", type=int, default=20)
@@ -595,6 +597,7 @@ def main(argv=None) -> int:
         from . import poll
 
         res["poll"] = poll.run(learners=a.poll_learners, window=a.poll_window, others=a.poll_others, store=a.poll_store,
+                               kill=a.poll_kill,
                                log=lambda m: print(m, file=sys.stderr, flush=True))
         if a.json is None:
             a.json = ROOT / "bench" / "results" / f"poll-{a.poll_store}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"

@@ -15,7 +15,8 @@ protocol as a browser does (bench/server.py's ``Session``):
 - **60 learners** (``--poll-learners``) open the learner link (``?poll=<id>&me=<their id>``, a
   quarter in Korean), re-run their fragment every 3 s as the page's timer does, and each taps a
   choice at a random moment of the same 10 s window (``--poll-window``); 30 % change their mind a
-  moment later. Half way through the window one replica's streamlit process is killed (SIGKILL); a
+  moment later. Half way through the window one replica's streamlit process is killed (SIGKILL:
+  ``--poll-kill presenter``, the presenter's own replica, the harder case; ``other``, the other one); a
   page whose websocket closes notices at once, as a browser's does (also while idle), and after
   ``RECONNECT_S`` reconnects through the balancer (to the other replica), draws the page again from
   its URL (same learner id) and sends its last tap again if that tap's run had not answered.
@@ -36,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -256,7 +258,25 @@ async def other(i: int, port: int, page: "sv.Page", out: dict, stop: asyncio.Eve
             await s.__aexit__(None, None, None)
 
 
-async def _run(bal, learners: int, window: float, others: int, seed: int, store_url: str) -> dict:
+def sessions_on(port: int) -> int:
+    """Established connections into a replica's port (nginx opens one per open page: its websocket)."""
+    import psutil
+
+    return sum(1 for c in psutil.net_connections(kind="tcp")
+               if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port)
+
+
+def replica_pid(bal, i: int) -> int | None:
+    """Replica ``i``'s streamlit pid, from the pid file in serve.sh's run folder."""
+    m = re.search(r"logs in (\S+);", bal.log_tail(200))
+    try:
+        return int((Path(m.group(1)) / f"replica-{i}.pid").read_text()) if m else None
+    except (OSError, ValueError):
+        return None
+
+
+async def _run(bal, learners: int, window: float, others: int, seed: int, store_url: str,
+               kill: str = "presenter") -> dict:
     from explorer import poll
 
     rng = random.Random(seed)
@@ -268,6 +288,10 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     opened = asyncio.get_running_loop().create_future()
     p_task = asyncio.create_task(presenter(bal.port, out, stop, opened))
     pid = await asyncio.wait_for(opened, 300)
+    # the presenter's replica: the one its page's websocket is on (no other page is open yet)
+    on = [i for i in range(1, bal.replicas + 1) if sessions_on(bal.port + i)]
+    home = on[0] if len(on) == 1 else None
+    target = None if home is None else home if kill == "presenter" else 1 + home % bal.replicas
     store = poll.open_store(store_url)
     n = store.get(pid).n_choices
     totals: list[tuple[float, int]] = []
@@ -290,7 +314,7 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
         l_tasks.append(asyncio.create_task(learner(i, bal.port, pid, n, plans[i], lout, stop)))
         await asyncio.sleep(8.0 / learners)
     await asyncio.sleep(max(0.0, start + window / 2 - time.monotonic()))
-    killed = bal.pids[0]
+    killed = (replica_pid(bal, target) if target else None) or bal.pids[0]
     t_kill = time.monotonic()
     os.kill(killed, signal.SIGKILL)
     await asyncio.sleep(max(0.0, start + window + 8.0 - time.monotonic()))  # the window, then the replays
@@ -347,7 +371,8 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
     return {
         "learners": learners, "window_s": window, "others": others, "store": store.kind,
         "learner_refresh_s": LEARNER_EVERY_S,
-        "killed_replica_pid": killed, "killed_at_s_into_window": round(t_kill - start, 2),
+        "killed_replica_pid": killed, "killed_at_s_into_window": round(t_kill - start, 2), "kill": kill,
+        "presenter_replica": home, "killed_replica": target,
         "counts": {str(k): v for k, v in counts.items()}, "total": sum(counts.values()),
         "every_answer_once": not wrong and sum(counts.values()) == learners, "wrong": wrong[:10],
         "changed_minds": sum(1 for p in plans if len(p["taps"]) > 1),
@@ -371,7 +396,7 @@ async def _run(bal, learners: int, window: float, others: int, seed: int, store_
 
 
 def run(*, learners: int = 60, window: float = 10.0, others: int = 10, store: str = "sqlite", seed: int = 0,
-        log=print) -> dict:
+        kill: str = "presenter", log=print) -> dict:
     t0 = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="bench-poll-"))
     redis = None
@@ -390,7 +415,7 @@ def run(*, learners: int = 60, window: float = 10.0, others: int = 10, store: st
         with sv.Balancer(2, env=env) as bal:
             log(f"poll: 2 replicas on :{bal.port}, the answers in {store}; warming up")
             _, errors = bal.warm_up()
-            res = asyncio.run(_run(bal, learners, window, others, seed, url))
+            res = asyncio.run(_run(bal, learners, window, others, seed, url, kill))
             res["warm_up_errors"] = errors
             res["replica_log_tail"] = bal.replica_log_tails(10) if res["errors"] else ""
     finally:
@@ -421,7 +446,8 @@ def format_table(r: dict) -> str:
     lines = [
         "",
         f"poll: {r['learners']} learners answer within {r['window_s']:.0f} s through 2 replicas behind nginx "
-        f"({r['store']} store); replica pid {r['killed_replica_pid']} killed {r['killed_at_s_into_window']} s into the window",
+        f"({r['store']} store); replica {r['killed_replica']} (pid {r['killed_replica_pid']}; the presenter's: "
+        f"{r['presenter_replica']}) killed {r['killed_at_s_into_window']} s into the window",
         f"  answers: total {r['total']} of {r['learners']} learners, every last choice stored once: "
         f"{'yes' if r['every_answer_once'] else 'NO ' + str(r['wrong'])}; {r['changed_minds']} changed their mind; "
         f"counts {r['counts']}",

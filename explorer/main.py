@@ -237,9 +237,9 @@ def page() -> None:
     keep("compare", "")  # the second sentence outlives its text box (drawn only in its view)
     messages: list = list(st.session_state.pop("_url_msgs", []))
     name, raw = sidebar_inputs()
+    key = training_ui.sidebar(name, messages)  # a model with training checkpoints: the step shown (issue 35)
     head = st.container(key="page-head", horizontal=True, vertical_alignment="bottom", gap="medium")
     head.title(t("app_title"), anchor=False, width="content")
-    key = training_ui.sidebar(name, messages)  # a model with training checkpoints: the step shown (issue 35)
     head.caption(t("tagline"), width="content")
 
     texts, notices = inputs.limit_sentences(raw)

@@ -22,6 +22,8 @@ from explorer.views import style, training
 
 log = logging.getLogger("attention_explorer")
 KEY = "train_step"
+SOURCE_WORDS = {"run": "train.source.run", "replay": "train.source.replay", "first_stage": "train.source.first_stage",
+                "shipped": "train.source.shipped"}  # seed_checkpoints.SOURCES -> its words
 URL = "train_step"
 kept(KEY)
 
@@ -31,9 +33,10 @@ def _words(record: dict, step: int, lg: str) -> str:
     head = training.reversing_head(record)
     layer, h = head[1:].split("H")
     at = record["heads"][str(step)][head]
+    source = SOURCE_WORDS.get(record.get("sources", {}).get(str(step), "run"), "train.source.run")
     return i18n.t("train.caption", lg, step=step, total=record["steps"][-1], n=len(record["eval_inputs"]),
                   loss=style.fmt(record["eval"][str(step)]["loss"]), layer=layer, head=h,
-                  diag=style.fmt(at["anti_diagonal"], 2), entropy=style.fmt(at["entropy"], 2))
+                  diag=style.fmt(at["anti_diagonal"], 2), entropy=style.fmt(at["entropy"], 2)) + " " + i18n.t(source, lg)
 
 
 def sidebar(name: str, messages: list) -> str:

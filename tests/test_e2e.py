@@ -327,3 +327,57 @@ def test_why_this_head_attends_here_in_both_languages(server, browser, lang):
     page.wait_for_function("() => decodeURIComponent(location.search).includes('query=1')", timeout=30_000)
     no_exception(page)
     page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_seed_training_replayed_in_both_languages(server, browser, lang):
+    """Issue 35, item 4: a link to the first training step shows the reversing head near-uniform and, in
+    the sidebar, the loss curve with that step ringed and its words; the slider's last step shows the
+    anti-diagonal (the link then names no step); a step there is not is named in a message (in Korean)."""
+    from explorer import i18n
+    from explorer.views import training
+    from model.files import seed_checkpoints
+
+    record = seed_checkpoints.training_record("seed")
+    steps, head = record["steps"], training.reversing_head(record)
+    layer, h = head[1:].split("H")
+    text = "abcdefghijkl"  # L = 12 characters, then </s>
+    n = len(text)
+    main = '[data-testid="stMain"] .js-plotly-plot'
+    side = 'section[data-testid="stSidebar"] .js-plotly-plot'
+    rows_js = f"""() => {{ const p = document.querySelector('{main}');
+        const t = p && p._fullData && p._fullData.find(t => t.type === 'heatmap');
+        return t ? Array.from(t.z).slice(0, {n}).map(r => Array.from(r).slice(0, {n + 1})) : null; }}"""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    link = (f"{server}/?model=seed&lang={lang}&stage=softmax&block=decoder.cross_attn&layer={layer}&head={h}"
+            f"&text={text}")
+    page.goto(f"{link}&train_step={steps[0]}", wait_until="domcontentloaded")
+    page.wait_for_function(f"() => document.querySelector('{side}') && ({rows_js})()", timeout=120_000)
+    settle(page)
+    no_exception(page)
+    rows = page.evaluate(rows_js)  # near-uniform: no weight far above 1/(L+1)
+    assert max(max(r) for r in rows) < 2.5 / (n + 1)
+    assert i18n.t("train.title", lang) in page.evaluate(f"() => document.querySelector('{side}').layout.title.text")
+    words = i18n.t("train.caption", lang, step=steps[0], total=steps[-1], n=len(record["eval_inputs"]), loss="",
+                   layer=layer, head=h, diag="", entropy="")
+    captions = page.locator('section[data-testid="stSidebar"] [data-testid="stCaptionContainer"]').all_inner_texts()
+    assert any(c.startswith(words.split(":")[0]) for c in captions), captions
+    before = json.dumps(rows)
+    handle = page.locator(f'section[data-testid="stSidebar"] input[type="range"][aria-label="{i18n.t("train.step", lang)}"]')
+    handle.focus()
+    handle.press("End")
+    page.wait_for_function(f"(b) => JSON.stringify(({rows_js})()) !== b", arg=before, timeout=120_000)
+    settle(page)
+    page.wait_for_function("() => !location.search.includes('train_step')", timeout=30_000)
+    rows = page.evaluate(rows_js)  # the anti-diagonal: output position t reads character L-1-t
+    assert all(max(range(n + 1), key=r.__getitem__) == n - 1 - t for t, r in enumerate(rows))
+    no_exception(page)
+    if lang == "en":
+        page.close()
+        return
+    page.goto(f"{link}&train_step={steps[1] + 1}", wait_until="domcontentloaded")
+    page.wait_for_function(f"() => ({rows_js})()", timeout=120_000)
+    alerts = "\n".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "train_step" in alerts and str(steps[1] + 1) in alerts and str(steps[1]) in alerts
+    no_exception(page)
+    page.close()

@@ -94,12 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "decoding stage, gif animates every step and pdf has a page per step")
     p.add_argument("--step", type=int, default=0,
                    help="decoding: the step its PNG and SVG show (default 0)")
-    p.add_argument("--max-new-tokens", type=int, default=None,
-                   help="decoding: write at most this many tokens (default as the app: 40 for a "
-                        "decoder-only model, the input's length + 8 for the seed models)")
     p.add_argument("--train-step", type=int, default=None,
                    help="the model's weights after this many training steps (the seed's checkpoints: "
                         "python -c 'import model; print(model.checkpoint_steps(\"seed\"))'); default: the shipped weights")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="decoding: write at most this many tokens (default as the app: 40 for a "
+                        "decoder-only model, the input's length + 8 for the seed models)")
     p.add_argument("--out", default="slides", help="output folder (created if missing)")
     p.add_argument("--theme", choices=THEME_NAMES, default="presentation")
     p.add_argument("--lang", choices=("en", "ko"), default="en")

@@ -29,13 +29,14 @@ def smoothed(losses, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray
     if n == 0:
         return np.zeros(0), np.zeros(0)
     edges = np.unique(np.linspace(0, n, min(points, n) + 1).round().astype(int))
-    means = np.array([np.nanmean(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+    means = np.array([np.mean(v[np.isfinite(v)]) if np.isfinite(v).any() else np.nan
+                      for v in (y[a:b] for a, b in zip(edges[:-1], edges[1:]))])
     return edges[1:].astype(np.float64), means
 
 
 def loss_curve(record: dict, step: int, *, head: str | None = None, title: str = "",
                labels: dict | None = None, height: int = 300) -> go.Figure:
-    """The training loss along the whole run (means over spans of steps), each checkpoint's recorded
+    """The training loss along the run (means over spans of steps, where the record has it), each checkpoint's recorded
     loss on the evaluation inputs, and the reversing head's weight on the anti-diagonal at each
     checkpoint (right axis, 0..1); the checkpoint ``step`` marked, the second stage's start dotted."""
     L = _lab(labels)
@@ -46,10 +47,11 @@ def loss_curve(record: dict, step: int, *, head: str | None = None, title: str =
     diag = [record["heads"][str(s)][head]["anti_diagonal"] for s in steps]
     layer, h = head[1:].split("H")
     head_name = L["train_head"].format(layer=layer, head=h)
-    traces = [
+    traces = [  # the training loss, where the run kept it (a replayed part may not have)
         style.trace("scatter", x=xs, y=ys, mode="lines", name=L["train_loss"], line=dict(color="#9e9e9e", width=1.5),
                     hovertemplate=f"{style.esc(L['train_step'])} %{{x}}<br>{style.esc(L['train_loss'])} %{{y:.3f}}"
-                                  "<extra></extra>"),
+                                  "<extra></extra>")] if np.isfinite(ys).any() else []
+    traces += [
         style.trace("scatter", x=steps, y=ev, mode="lines+markers", name=L["eval_loss"],
                     line=dict(color=style.OKABE_ITO[0], width=2), marker=dict(size=7),
                     hovertemplate=f"{style.esc(L['train_step'])} %{{x}}<br>{style.esc(L['eval_loss'])} %{{y:.4f}}"
@@ -69,7 +71,7 @@ def loss_curve(record: dict, step: int, *, head: str | None = None, title: str =
     stages = [int(s) for s in record.get("stages", [])[1:]]
     shapes += [dict(type="line", xref="x", yref="paper", x0=s, x1=s, y0=0, y1=1,
                     line=dict(color="#6b6b6b", width=1, dash="dot")) for s in stages]
-    top = max([v for v in ys if np.isfinite(v)] + ev) * 1.05
+    top = max([float(v) for v in ys if np.isfinite(v)] + ev) * 1.05
     small = dict(size=11)
     layout = dict(
         xaxis=dict(title=dict(text=style.esc(L["train_step"]), font=small), zeroline=False,

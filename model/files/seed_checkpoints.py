@@ -34,6 +34,7 @@ from model.runtime.errors import WeightsError
 FORMAT = "attention-explorer-seed-checkpoints"
 CHECKPOINTS = {"seed": ASSETS / "seed-reverse-checkpoints.safetensors"}  # a model name -> its checkpoints
 SHIPPED = {"seed": ASSETS / "seed-reverse.safetensors"}  # the weights a checkpoint may refer to
+SOURCES = ("run", "replay", "first_stage", "shipped")  # where a checkpoint's weights come from (sources.json)
 EVAL_INPUTS = 32  # the recorded evaluation batch: inputs drawn as the training draws them
 EVAL_SEED = 20_000  # (model.train.held_out's stream 10_000 + seed; the training's own streams are 0 and 1)
 
@@ -62,9 +63,10 @@ class Recorder:
             if step in self.steps and step not in self.saved:
                 model.save(self.folder / f"step-{step}.safetensors", extra={"training": {"step": step}})
                 self.saved.add(step)
+                self.finish(None)  # the losses so far: a run stopped early keeps them
         return on_step
 
-    def finish(self, stats: dict) -> None:
+    def finish(self, stats: dict | None) -> None:
         last = max(self.losses, default=0)
         (self.folder / "losses.json").write_text(json.dumps({
             "train_loss": [self.losses.get(s) for s in range(1, last + 1)], "stages": self.stages,
@@ -125,7 +127,9 @@ def pack(folder: Path, out: Path, shipped: Path | None = None, steps: list[int] 
     from model.train import sample_input  # noqa: PLC0415 (model.train imports the registry, which imports this)
 
     inputs = [sample_input("reverse", rng) for _ in range(EVAL_INPUTS)]
+    sources = json.loads((folder / "sources.json").read_text()) if (folder / "sources.json").is_file() else {}
     meta = {"format": FORMAT, "model": json.dumps(name), "config": config, "steps": json.dumps(steps),
+            "sources": json.dumps({str(s): sources.get(str(s), "run") for s in steps}),
             "stored": json.dumps(stored), "train_loss": json.dumps(log["train_loss"]),
             "stages": json.dumps(log["stages"]), "training": json.dumps(log.get("training")),
             "eval_inputs": json.dumps(inputs, ensure_ascii=False)}
@@ -177,7 +181,9 @@ def training_record(name: str, path: Path | None = None) -> dict:
     token loss on that step's batch), ``stages`` (the step each stage started at), ``steps`` (the
     checkpoints), ``eval`` (step -> loss, loss_float64 on ``eval_inputs``, measured on the weights as loaded, and
     loss_before_int8: the run's own float32 weights' loss),
-    ``heads`` (step -> every cross-attention head's anti-diagonal weight and entropy), ``training``."""
+    ``heads`` (step -> every cross-attention head's anti-diagonal weight and entropy), ``training``, and
+    ``sources`` (step -> where its weights come from: "run", the run that made the shipped weights; or
+    what the packed folder's sources.json says, e.g. "replay", "first_stage", "shipped": SOURCES)."""
     meta = _meta(name, path)
     if meta is None:
         raise WeightsError(f"{name!r} has no training checkpoints")

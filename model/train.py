@@ -16,6 +16,7 @@ import math
 import random
 import string
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                         "float32 files in --checkpoint-dir, then packed into the checkpoints file "
                         "(model/files/seed_checkpoints.py); every step's loss is kept too")
     p.add_argument("--checkpoint-dir", type=Path, default=None,
-                   help="where --checkpoints writes (default: beside --out, OUT.checkpoints/)")
+                   help="where --checkpoints writes its float32 files (default: TMPDIR/OUT-checkpoints/)")
     p.add_argument("--checkpoints-out", type=Path, default=None,
                    help="the packed checkpoints file (default: the shipped one, for the shipped recipe's weights)")
     p.add_argument("--pack-only", action="store_true",
@@ -371,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
         recorder = seed_checkpoints.Recorder([int(x) for x in a.checkpoints.split(",") if x.strip()],
-                                             a.checkpoint_dir or out.with_suffix(".checkpoints"))
+                                             a.checkpoint_dir or Path(tempfile.gettempdir()) / f"{out.stem}-checkpoints")
     model, stats = train(a.task, steps, a.batch_size, a.seed, overrides, eval_every=a.eval_every,
                          lr=a.lr, checkpoint=out.with_suffix(".partial.safetensors") if a.eval_every else None,
                          init=a.init, start_len=a.start_len, stop_after=a.stop_after,

@@ -156,3 +156,22 @@ def test_the_loss_curve_marks_the_step_in_the_pages_language(record, lang):
     assert fig.layout.xaxis.title.text == L["train_step"]
     # a step that is not a checkpoint: the lines, no ring
     assert len(training.loss_curve(whole, steps[2] + 1).data) == 3
+
+
+def test_the_exporter_takes_a_training_step_and_names_it(record, loaded, tmp_path):
+    from helpers import cli
+
+    step = record["steps"][3]
+    done = cli("--model", "seed", "--train-step", str(step), "--text", "abc", "--stages", "softmax",
+               "--block", "decoder.cross_attn", "--layer", "1", "--format", "csv", "--out", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    (csv,) = tmp_path.glob("*.csv")
+    assert csv.name.startswith(f"seed-{step}_")
+    # its numbers are that checkpoint's: the cross-attention row of the first output equals the model's own
+    out, cache = loaded[step].run_with_cache(["abc"])
+    want = cache["decoder.blocks.1.cross_attn.hook_pattern"][0, 0, 0].tolist()
+    first = csv.read_text(encoding="utf-8-sig").splitlines()[1].split(",")[1:-1]
+    assert [float(x) for x in first] == pytest.approx(want, abs=1e-6)
+    bad = cli("--model", "seed", "--train-step", str(step + 1), "--text", "abc", "--format", "csv",
+              "--out", str(tmp_path))
+    assert bad.returncode == 2 and f"choose one of {record['steps'][0]}" in bad.stderr and "retrain" not in bad.stderr

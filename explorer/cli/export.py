@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except model.WeightsError as e:
         msg = str(e)
         hint = fetch_hint(a.model)
-        known = "`" in msg or "use one of" in msg  # the loader already says how to fix it
+        known = "`" in msg or "use one of" in msg or "choose one of" in msg  # the loader already says how to fix it
         parser.error(f"--model {a.model}: {msg}" + ("" if known else f"; {hint}"))
     except (OSError, ValueError) as e:
         parser.error(f"--model {a.model}: {e}; {fetch_hint(a.model)}")

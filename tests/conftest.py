@@ -1,6 +1,7 @@
 """Fixtures shared by the view tests: an untrained seed Transformer and its run on VIEW_TEXTS."""
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
@@ -19,6 +20,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     threads = os.environ.get("OMP_NUM_THREADS") or "1"
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
     torch.set_num_threads(int(threads))
+
+# Streamlit's AppTest scans every installed distribution's metadata for v2 components each time a new
+# AppTest first runs (streamlit/testing/v1/app_test.py → manifest_scanner.scan_component_manifests):
+# ~150 packages, about a second of CPU per AppTest, half of a test file made of AppTests (measured
+# with cProfile on tests/test_fuzz.py). The installed packages do not change while the tests run, and
+# this app has no such components: the scan is made once per test process. (`streamlit run` scans once
+# per server anyway.)
+from streamlit.components.v2 import manifest_scanner  # noqa: E402
+
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 # A host's shell may carry a hosted demo's access code (explorer/access.py); the app's tests start
 # without one, and tests/test_access.py sets its own.

@@ -134,9 +134,12 @@ def open_poll(presenter, url: str, *, wrong_key_first: bool) -> str:
     return link
 
 
-def learner_page(context, link: str, lang: str):
+def learner_page(context, link: str, lang: str, watch=None):
+    """A phone's page of the learner link in ``lang``; ``watch(page)`` is called before it is opened."""
     page = context.new_page()
     page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    if watch is not None:
+        watch(page)
     page.goto(link.replace("lang=en", f"lang={lang}"), wait_until="domcontentloaded")
     return page
 
@@ -266,12 +269,13 @@ def test_a_poll_through_the_balancer_on_sqlite_with_a_replica_killed(balancer, b
     n = store.get(pid).n_choices
     timings["poll_opened_s"] = round(time.time() - t0, 1)
 
-    en = learner_page(phone, link, "en")
-    sockets = Sockets(en)  # its websockets: the first, and the one it reconnects with
+    seen = []  # the English page's websockets, watched from before it opens: the first, then its reconnect
+    en = learner_page(phone, link, "en", watch=lambda page: seen.append(Sockets(page)))
+    sockets = seen[0]
     ko = learner_page(ctx, link, "ko")
     for page in (en, ko):
         choices(page).first.wait_for(timeout=60_000)
-    assert sessions_on(bal.port + killed) == 1  # the English learner's page, alone on its replica
+    assert sessions_on(bal.port + killed) >= 1 and len(sockets.frames) == 1  # the English page, on its replica
     timings["learners_loaded_s"] = round(time.time() - t0, 1)
     me = me_of(en)
     assert me == poll_ui.browser_learner(pid, cookie) and me_of(ko) == poll_ui.browser_learner(pid, stay)
@@ -300,17 +304,22 @@ def test_a_poll_through_the_balancer_on_sqlite_with_a_replica_killed(balancer, b
     assert sum(counts.values()) == 2 and counts[2] == 1 and counts[n - 1] == 1 and store.mine(pid, me) == 2
     timings["answered_s"] = round(time.time() - t0, 1)
 
-    # close, reveal in both languages, ask again: served by the replica left (and by the restarted one)
-    presenter.get_by_role("button", name=i18n.t("poll.close", "en"), exact=True).click()
-    en.get_by_text(i18n.t("poll.closed_wait", "en")).wait_for(timeout=15_000)
-    ko.get_by_text(i18n.t("poll.closed_wait", "ko")).wait_for(timeout=15_000)
+    # close, reveal in both languages, ask again (the learners' side of a close and of a reset is seen in
+    # the Redis test: here the store's, without waiting for the learners' timer twice more)
+    close = presenter.get_by_role("button", name=i18n.t("poll.close", "en"), exact=True)
+    close.click()
+    presenter.wait_for_function("() => [...document.querySelectorAll('.st-key-poll-actions button')]"
+                                f".some(b => b.innerText.trim() === {i18n.t('poll.close', 'en')!r} && b.disabled)",
+                                timeout=15_000)
+    with pytest.raises(poll.PollClosed):
+        store.answer(pid, me, 0)
     presenter.get_by_role("button", name=i18n.t("poll.reveal", "en"), exact=True).click()
     for page, lang in ((en, "en"), (ko, "ko")):
         sees_the_reveal(page, lang, 2)
+        assert all(choices(page).nth(i).is_disabled() for i in range(n))
     presenter.get_by_role("button", name=i18n.t("poll.reset", "en"), exact=True).click()
     wait_count(presenter, 0)
-    en.get_by_text(i18n.t("poll.tap", "en")).wait_for(timeout=15_000)
-    assert sum(store.counts(pid).values()) == 0
+    assert sum(store.counts(pid).values()) == 0 and store.get(pid).is_open
     for page in (presenter, en, ko):
         no_exception(page)
     assert replica_pid(bal, killed) != old  # serve.sh started it again

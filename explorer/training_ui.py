@@ -39,6 +39,12 @@ def _words(record: dict, step: int, lg: str) -> str:
                   diag=style.fmt(at["anti_diagonal"], 2), entropy=style.fmt(at["entropy"], 2)) + " " + i18n.t(source, lg)
 
 
+def _show_head(layer: int, head: int) -> None:
+    """The button's callback: the reversing head's weights, one stage at a time (before the widgets)."""
+    st.session_state.update({"block": "decoder.cross_attn", "layer": layer, "head": head, "view": "stage",
+                             "stage": "softmax"})
+
+
 def sidebar(name: str, messages: list) -> str:
     """The training step's slider (only for a model with checkpoints) and its loss curve; returns the
     key of the weights to show (the name itself at the last step, when that is the shipped file)."""
@@ -77,6 +83,9 @@ def sidebar(name: str, messages: list) -> str:
             sb.plotly_chart(fig, width="stretch", key="train-curve",
                             config={"displaylogo": False, "displayModeBar": False})
             sb.caption(_words(record, step, lg))
+            layer, h = training.reversing_head(record)[1:].split("H")
+            sb.button(t("train.show_head", layer=layer, head=h), key="train_show_head", on_click=_show_head,
+                      args=(int(layer), int(h)))
         except Exception:  # the curve is an aside: never a reason for the page to fail
             log.exception("the training curve failed")
     return state.checkpoint_key(name, step)

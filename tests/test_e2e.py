@@ -331,8 +331,8 @@ def test_why_this_head_attends_here_in_both_languages(server, browser, lang):
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_seed_training_replayed_in_both_languages(server, browser, lang):
-    """Issue 35, item 4: a link to the first training step shows the reversing head near-uniform and, in
-    the sidebar, the loss curve with that step ringed and its words; the slider's last step shows the
+    """Issue 35, item 4: a link to the first training step shows the reversing head (by link, or by the button
+    under the curve) near-uniform and, in the sidebar, the loss curve with its words; the slider's last step shows the
     anti-diagonal (the link then names no step); a step there is not is named in a message (in Korean)."""
     from explorer import i18n
     from explorer.views import training
@@ -349,12 +349,19 @@ def test_the_seed_training_replayed_in_both_languages(server, browser, lang):
         const t = p && p._fullData && p._fullData.find(t => t.type === 'heatmap');
         return t ? Array.from(t.z).slice(0, {n}).map(r => Array.from(r).slice(0, {n + 1})) : null; }}"""
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    link = (f"{server}/?model=seed&lang={lang}&stage=softmax&block=decoder.cross_attn&layer={layer}&head={h}"
-            f"&text={text}")
+    link = f"{server}/?model=seed&lang={lang}&stage=softmax&text={text}"
+    if lang == "ko":  # the head by link; in English by the button under the curve
+        link += f"&block=decoder.cross_attn&layer={layer}&head={h}"
     page.goto(f"{link}&train_step={steps[0]}", wait_until="domcontentloaded")
     page.wait_for_function(f"() => document.querySelector('{side}') && ({rows_js})()", timeout=120_000)
     settle(page)
     no_exception(page)
+    if lang == "en":
+        page.locator(".st-key-train_show_head button").first.click()
+        page.wait_for_function(f"() => decodeURIComponent(location.search).includes('block=decoder.cross_attn')"
+                               f" && location.search.includes('layer={layer}') && location.search.includes('head={h}')",
+                               timeout=60_000)
+        settle(page)
     rows = page.evaluate(rows_js)  # near-uniform: no weight far above 1/(L+1)
     assert max(max(r) for r in rows) < 2.5 / (n + 1)
     assert i18n.t("train.title", lang) in page.evaluate(f"() => document.querySelector('{side}').layout.title.text")

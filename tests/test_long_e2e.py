@@ -1,0 +1,93 @@
+"""The Long text view in a browser (issue 34): a real English and Korean text of some 750 tokens (past the
+512-token window) on Gemma 3, typed into the text box of the test process's one streamlit server (tests/conftest.py), shows
+the sliding window's band on a local layer (grey beyond it: the mask hides those squares), and the
+summaries show the global layers attending past the window where the local ones cannot."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from model import fetch
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"]
+
+pytestmark = [pytest.mark.e2e, pytest.mark.weights, pytest.mark.timeout(600)]
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} not found (Debian: apt-get install chromium)", allow_module_level=True)
+if not fetch.is_fetched("gemma3"):
+    pytest.skip("the gemma3 weights are not fetched: run `python -m model.fetch gemma3`", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api")
+
+# the overview's heatmap as plotly.js drew it (its calcdata: rows of numbers, a gap where the grid is NaN):
+# per row of squares, the first and last column drawn, and the square size
+ROWS_JS = """() => {
+  const gd = document.querySelectorAll('.js-plotly-plot')[0];
+  const z = gd.calcdata[0][0].z, out = [];
+  for (let i = 0; i < z.length; i++) {
+    let first = -1, last = -1;
+    for (let j = 0; j < z[i].length; j++) {
+      const v = z[i][j];
+      if (typeof v === 'number' && Number.isFinite(v)) { if (first < 0) first = j; last = j; }
+    }
+    out.push([first, last]);
+  }
+  return {rows: out, dx: gd.data[0].dx, title: gd.layout.title.text};
+}"""
+# the summaries' first panel: every local and global layer's line (name, y values)
+FIRST_JS = """() => {
+  const gd = document.querySelectorAll('.js-plotly-plot')[2];
+  const arr = v => Array.from(v && v._inputArray ? v._inputArray : (v || []));  // a typed array as sent, decoded
+  return gd.data.filter(t => t.xaxis === 'x' || t.xaxis === undefined)
+    .map(t => [t.legendgroup, arr(t.x), arr(t.y)]);
+}"""
+
+
+def real_text() -> str:
+    """The README's opening (English) and sentences of the Korean catalogue: about 750 tokens, past
+    Gemma 3's window of 512."""
+    en = (ROOT / "README.md").read_text(encoding="utf-8")[:1800]
+    ko = [line.split(" = ", 1)[1].strip('"') for line in
+          (ROOT / "explorer" / "words" / "ko.toml").read_text(encoding="utf-8").splitlines()[100:130] if " = " in line]
+    return en + "\n" + "\n".join(ko)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def test_the_band_on_a_long_real_text_on_gemma3(shared_server, browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(f"{shared_server}/?view=long&model=gemma3&layer=0&head=1&lang=en", wait_until="domcontentloaded")
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=180_000)
+    box = page.locator("textarea").first
+    box.fill(real_text())
+    box.press("Control+Enter")
+    page.wait_for_function(
+        "() => { const p = document.querySelectorAll('.js-plotly-plot');"
+        " return p.length >= 3 && /whole pattern, [0-9]{3,}/.test((p[0].layout || {title: {}}).title.text || '')"
+        " && !document.body.innerText.includes('Running the long text'); }", timeout=300_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    got = page.evaluate(ROWS_JS)
+    assert "local layer, window 512" in got["title"], got["title"]
+    T = int(re.search(r"× (\d+)", got["title"]).group(1))
+    b = int(got["dx"])
+    assert T > 600 and b == -(-T // 512)
+    # the band: in the last rows of squares the first square drawn is the window's far edge, not key 0
+    first, last = got["rows"][-1]
+    assert abs(first * b - (T - 512)) <= 2 * b and last == len(got["rows"]) - 1, (first, last, T, b)
+    assert got["rows"][0] == [0, 0]  # the first row of squares: the causal edge
+    # the summaries: past the window local layers put nothing on the first token, global layers do
+    lines = page.evaluate(FIRST_JS)  # (x: the mean position of the queries averaged into each point)
+    local = [y for g, xs, ys in lines if g == "True" for x, y in zip(xs, ys) if x > 530]
+    glob = [y for g, xs, ys in lines if g == "False" for x, y in zip(xs, ys) if x > 530]
+    assert local and glob and max(local) == 0 and sum(glob) / len(glob) > 0.01

@@ -1,7 +1,8 @@
 """The Long text view in a browser (issue 34): a real English and Korean text of some 750 tokens (past the
-512-token window) on Gemma 3, typed into the text box of the test process's one streamlit server (tests/conftest.py), shows
-the sliding window's band on a local layer (grey beyond it: the mask hides those squares), and the
-summaries show the global layers attending past the window where the local ones cannot."""
+512-token window) on Gemma 3, typed into the text box of the test process's one streamlit server
+(tests/conftest.py), shows the sliding window's band on a local layer (grey beyond it: the mask hides
+those squares), and the summaries show the global layers attending past the window where the local ones
+cannot."""
 from __future__ import annotations
 
 import re

@@ -3,13 +3,14 @@
     python -m explorer.export --model gemma3 --text-file essay.txt --long --layer 5 --head 0 \\
         --format png,csv --out long/      # the whole pattern, the zoom, the summaries: PNG and CSV
 
-``--text-file PATH`` reads a UTF-8 text (cut to the app's text-box bound, ``inputs.MAX_BOX_CHARS``,
-with a note). Without ``--long`` its non-blank lines are sentences, after any ``--text``, as the app's
-text box splits and cuts them (``inputs.limit_sentences``, with a note; the model's token limit applies). With ``--long`` the whole text is one
-sequence (line breaks included), as the app's long view reads its box, cut to ``--long-tokens`` (default
-4,096, at most the model's positions) with a note; the files are those of the view: the whole pattern
-of ``--layer``/``--head`` and the summaries as images (--format png, svg, pdf), and as CSV every nonzero
-weight of the head (query,key,weight), the zoom at ``--query``/``--key`` and every summary.
+``--text-file PATH`` reads a UTF-8 text (cut to the app's text-box bound, ``inputs.MAX_BOX_CHARS``, with
+a note). Without ``--long`` its non-blank lines are sentences, after any ``--text``, as the app's text
+box splits and cuts them (``inputs.limit_sentences``, with a note; the model's token limit applies).
+With ``--long`` the whole text is one sequence (line breaks included), as the app's long view reads its
+box, cut to ``--long-tokens`` (default 4,096, at most the model's positions) with a note; the files are
+those of the view: the whole pattern of ``--layer``/``--head`` and the summaries as images (--format
+png, svg, pdf), and as CSV every nonzero weight of the head (query,key,weight), the zoom at
+``--query``/``--key`` and every summary.
 """
 from __future__ import annotations
 

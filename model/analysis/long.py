@@ -13,11 +13,11 @@ same scale, applied to q when it is a power of two, the same soft-cap), the mask
 that row may see. ``tests/test_long.py`` checks the rows against ``run_with_cache``'s ``hook_pattern``.
 
 What is held: q and k of every layer, (nh + nkv)·T·hs floats a layer (Gemma 3 270M, the one fetched
-here, at 4,096 tokens: 18 × (4 + 1) × 4,096 × 256 × 4 B = 377 MB), against 18 × 4 × 4,096² × 4 B =
-4.8 GB for the patterns alone. A pattern or summary holds one block of queries (``ROWS``) × the keys it may see × the heads of
-one layer at a time. The forward pass itself still makes each layer's (nh, T, T) scores once, as any
-pass does; they are dropped when the layer is done. The readout (T × vocabulary logits: 4.3 GB for
-Gemma 3 at 4,096 tokens) is never computed.
+here, at 4,096 tokens: 18 × (4 + 1) × 4,096 × 256 × 4 B = 377 MB), against 18 × 4 × 4,096² × 4 B = 4.8
+GB for the patterns alone. A pattern or summary holds one block of queries (``ROWS``) × the keys it may
+see × the heads of one layer at a time. The forward pass itself still makes each layer's (nh, T, T)
+scores once, as any pass does; they are dropped when the layer is done. The readout (T × vocabulary
+logits: 4.3 GB for Gemma 3 at 4,096 tokens) is never computed.
 
 Not for a stack with a learned position bias added to the scores (T5): ``LongInputError`` says so.
 """

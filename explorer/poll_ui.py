@@ -504,7 +504,7 @@ def _count(pid: str) -> None:
     except Exception:
         _failed("the presenter's count")
         return
-    st.metric(_t("poll.count_label"), total, help=_t("poll.count_help"))
+    st.metric(_t("poll.count_label"), total, help=_t("poll.count_help", s=f"{PRESENTER_REFRESH_S:g}"))
 
 
 def _live() -> None:

@@ -321,3 +321,19 @@ def test_nothing_holds_a_layers_whole_pattern(full, monkeypatch):
     ml.region(full, 1, 0, 4000, 4020, 10, 30)
     next(iter(ml.nonzero_cells(full, 1, 0)))
     assert made and max(made) <= H * ml.ROWS * T < H * T * T // 8
+
+
+@pytest.mark.parametrize("family", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name != "t5"))
+def test_every_family_fixture_gives_its_own_pattern(family):
+    """Every architecture the project reads (rotary, learned or sinusoidal positions, QK-norm, grouped
+    heads, sliding windows, encoders): the long run's rows of every layer and head are the model's
+    ``hook_pattern`` (the error estimate of the first test)."""
+    m = model.load(FIXTURES / family)
+    lr = ml.long_run(m, SENTENCE * 8, min(96, m.info.max_len))
+    names = [f"{lr.stack}.blocks.{i}.self_attn.hook_pattern" for i in range(lr.n_layers)]
+    _, cache = m.run_with_cache([lr.text], names=names)
+    for i, name in enumerate(names):
+        want = cache[name][0].numpy()
+        assert want.shape[-1] == lr.T, (family, want.shape, lr.T)
+        for h in range(lr.n_heads):
+            np.testing.assert_allclose(full_pattern(lr, i, h), want[h], atol=1e-5, rtol=0, err_msg=f"{family} L{i} H{h}")

@@ -8,7 +8,8 @@ selection; ``offer_lesson``: the lesson's question with choices) as a poll in th
 again, after a reconnect or a change of view, shows it before its figures): a large QR code and the
 short link of the learner page, the live count of answers, and buttons to close, reveal, ask again
 (reset) and end. The count is a fragment of its own that reads the counts and nothing else, re-run by
-the page's timer every ``PRESENTER_REFRESH_S`` (bench/poll.py measures how soon it shows an answer). Only the presenter can: where
+the page's timer every ``PRESENTER_REFRESH_S`` (bench/poll.py measures how soon it shows an answer).
+Only the presenter can: where
 ``ATTENTION_EXPLORER_PRESENTER_KEY`` is set (scripts/serve.sh makes one and prints it), the
 controls ask for it once per session (compared in constant time, wrong keys slowed as wrong access
 codes are: explorer/access.py); a hosted server without a key offers no poll and says what to set;
@@ -492,7 +493,7 @@ def learner_url(pid: str, lang: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _qr(url: str):
-    """The learner link's QR code (made once a link: the count is read again every second)."""
+    """The learner link's QR code (made once a link, not at each of the panel's runs)."""
     return presenter.qr_png(url, width=QR_PX)
 
 

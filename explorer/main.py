@@ -243,6 +243,9 @@ def page() -> None:
     head.caption(t("tagline"), width="content")
 
     texts, notices = inputs.limit_sentences(raw)
+    long_view = st.session_state.get("view") == "long"  # it reads the whole box itself (explorer/long_ui.py):
+    if long_view:  # the page's own run (sidebar, navigation) takes its first sentence only, not eight
+        texts = texts[:1]
     if not texts:
         show_messages(messages)
         st.info(t("empty"), icon="✍️")
@@ -282,8 +285,7 @@ def page() -> None:
         url.url_int("query", tq, messages)
         url.url_int("key", tk, messages)
     show_messages(messages)
-    long_view = st.session_state.get("view") == "long"  # it reads the whole box: the sentences' cuts are not its
-    for n in notices:
+    for n in notices:  # the long view's cut is its own (the box's still shown)
         if not long_view or n.key == "box_cut":
             st.info(t(n.key, **n.args), icon="✂️")
     shown_text = st.container(key="sentence-row", horizontal=True, vertical_alignment="center", gap="small")

@@ -15,6 +15,9 @@ Figures and floors (issue 34 items 2, 3):
   payload        JSON bytes of the whole-pattern figure                                          <= 3 MB
 The summaries (every layer and head, blocks of queries) are timed on their own, beside.
 
+On the page, the view's new text also costs the page's own run of the box's first sentence (at most 64
+tokens, through the readout): not counted here.
+
 The bare pass leaves the readout out (Gemma 3's 262,144-entry output over 4,096 positions is 4.3 GB of
 logits): the comparison is with the cheapest forward pass there is. Not run by the test suite (a smoke
 check only: tests/test_long.py does not call it).

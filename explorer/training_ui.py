@@ -79,7 +79,7 @@ def sidebar(name: str, messages: list) -> str:
         st.session_state["_train_shown"] = True
     if st.session_state.get("_train_shown"):  # until the slider first leaves the last step, the page is as
         try:                                   # it always was: one slider more, no figure
-            fig = training.loss_curve(record, step, title=t("train.title"), labels=i18n.fig_labels(lg), height=260)
+            fig = training.loss_curve(record, step, title=t("train.title"), labels=i18n.fig_labels(lg), height=330)
             sb.plotly_chart(fig, width="stretch", key="train-curve",
                             config={"displaylogo": False, "displayModeBar": False})
             sb.caption(_words(record, step, lg))

@@ -73,13 +73,14 @@ def loss_curve(record: dict, step: int, *, head: str | None = None, title: str =
                     line=dict(color="#6b6b6b", width=1, dash="dot")) for s in stages]
     top = max([float(v) for v in ys if np.isfinite(v)] + ev) * 1.05
     small = dict(size=11)
-    layout = dict(
-        xaxis=dict(title=dict(text=style.esc(L["train_step"]), font=small), zeroline=False,
-                   range=[-0.01 * steps[-1], steps[-1] * 1.01]),
-        yaxis=dict(title=dict(text=style.esc(L["loss_nats"]), font=small), range=[0, top], zeroline=False),
-        yaxis2=dict(title=dict(text=style.esc(L["train_diag"]), font=small), overlaying="y", side="right",
-                    range=[0, 1.04], tickvals=[0, 0.25, 0.5, 0.75, 1], showgrid=False, zeroline=False),
-        shapes=shapes, plot_bgcolor="#ffffff", showlegend=True, font=small, margin=dict(l=45, r=45, t=40, b=35),
-        legend=dict(orientation="h", x=0, y=-0.22, xanchor="left", yanchor="top", font=dict(size=10)),
+    layout = dict(  # narrow (a sidebar): short ticks (1k, 2k), the legend under the axis title
+        xaxis=dict(title=dict(text=style.esc(L["train_step"]), font=small, standoff=4), zeroline=False,
+                   range=[-0.01 * steps[-1], steps[-1] * 1.01], tickformat="~s", tickangle=0, nticks=6),
+        yaxis=dict(title=dict(text=style.esc(L["loss_nats"]), font=small, standoff=2), range=[0, top],
+                   zeroline=False, nticks=5),
+        yaxis2=dict(title=dict(text=style.esc(L["train_diag"]), font=small, standoff=2), overlaying="y",
+                    side="right", range=[0, 1.04], tickvals=[0, 0.5, 1], showgrid=False, zeroline=False),
+        shapes=shapes, plot_bgcolor="#ffffff", showlegend=True, font=small, margin=dict(l=40, r=40, t=40, b=30),
+        legend=dict(orientation="h", x=0, y=-0.32, xanchor="left", yanchor="top", font=dict(size=10)),
     )
     return style.make_figure(traces, layout, title=title, height=height)

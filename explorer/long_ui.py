@@ -7,6 +7,8 @@ makes them), the figures and their words from explorer/views/long.py. The layer 
 sidebar's (clipped to the long run's stack: the encoder of an encoder–decoder model)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 import model
@@ -69,7 +71,8 @@ def render(_section: str, page) -> None:
                  heads=lr.n_heads, mb=f"{lr.nbytes / 2**20:,.1f}", rows=ml.ROWS))
     layer, head = inputs.clip(page.sel.layer, lr.n_layers), inputs.clip(page.sel.head, lr.n_heads)
     rule = lr.rules[layer]
-    stem = f"{ex.slugify(name)}_long{lr.T}_L{layer}_H{head}"
+    path = name.replace("\\", "/")  # a folder typed on a laptop: its name, not its path, in file names
+    stem = f"{ex.slugify(Path(path).stem if '/' in path else name)}_long{lr.T}_L{layer}_H{head}"
 
     # the whole pattern, and where the zoom is
     n = min(lv.ZOOM, lr.T)
@@ -103,7 +106,7 @@ def render(_section: str, page) -> None:
                      help=t("long.zoom_help", n=n))
     q0, k0 = int(st.session_state["long_q0"]), int(st.session_state["long_k0"])
     w, ok = ml.region(lr, layer, head, q0, q0 + n, k0, k0 + n)
-    zfig, zdf = lv.zoom_figure(w, ok, q0, k0, lr.tokens, labels=L,
+    zfig, _ = lv.zoom_figure(w, ok, q0, k0, lr.tokens, labels=L,
                                title=t("long.zoom_title", q0=q0, q1=q0 + n - 1, k0=k0, k1=k0 + n - 1))
     st.plotly_chart(zfig, width="stretch", key="chart-long-zoom", config=config)
 

@@ -14,8 +14,6 @@ from model import fetch
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.weights, pytest.mark.timeout(600)]
 
@@ -23,7 +21,8 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} not found (Debian: apt-get install chromium)", allow_module_level=True)
 if not fetch.is_fetched("gemma3"):
     pytest.skip("the gemma3 weights are not fetched: run `python -m model.fetch gemma3`", allow_module_level=True)
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
+from test_e2e import browser  # noqa: E402,F401 (the browser fixture of the e2e tests: one chromium per file)
 
 # the overview's heatmap as plotly.js drew it (its calcdata: rows of numbers, a gap where the grid is NaN):
 # per row of squares, the first and last column drawn, and the square size
@@ -58,14 +57,6 @@ def real_text() -> str:
     return en + "\n" + "\n".join(ko)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
-
-
 def test_the_band_on_a_long_real_text_on_gemma3(shared_server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(f"{shared_server}/?view=long&model=gemma3&layer=0&head=1&lang=en", wait_until="domcontentloaded")
@@ -87,7 +78,11 @@ def test_the_band_on_a_long_real_text_on_gemma3(shared_server, browser):
     first, last = got["rows"][-1]
     assert abs(first * b - (T - 512)) <= 2 * b and last == len(got["rows"]) - 1, (first, last, T, b)
     assert got["rows"][0] == [0, 0]  # the first row of squares: the causal edge
-    # the summaries: past the window local layers put nothing on the first token, global layers do
+    # the summaries (once drawn for this text): past the window local layers put nothing on the first token,
+    # global layers do
+    page.wait_for_function("(T) => { const p = document.querySelectorAll('.js-plotly-plot');"
+                           " return p.length >= 3 && ((p[2].layout || {}).title || {}).text.includes(`(${T} tokens)`); }",
+                           arg=T, timeout=120_000)
     lines = page.evaluate(FIRST_JS)  # (x: the mean position of the queries averaged into each point)
     local = [y for g, xs, ys in lines if g == "True" for x, y in zip(xs, ys) if x > 530]
     glob = [y for g, xs, ys in lines if g == "False" for x, y in zip(xs, ys) if x > 530]

@@ -288,10 +288,11 @@ def page() -> None:
     for n in notices:  # the long view's cut is its own (the box's still shown)
         if not long_view or n.key == "box_cut":
             st.info(t(n.key, **n.args), icon="✂️")
-    shown_text = st.container(key="sentence-row", horizontal=True, vertical_alignment="center", gap="small")
-    shown_text.caption(t("current", i=sel.sentence), width="content")
-    shown_text.text(style.plain_text(texts[sel.sentence]))  # as typed, never markup (st.code's highlighter: 1.5 MB)
-    show_generated(run, texts, m)
+    if not long_view:  # the long view says itself what it reads (the whole box)
+        shown_text = st.container(key="sentence-row", horizontal=True, vertical_alignment="center", gap="small")
+        shown_text.caption(t("current", i=sel.sentence), width="content")
+        shown_text.text(style.plain_text(texts[sel.sentence]))  # as typed, never markup (st.code's highlighter: 1.5 MB)
+        show_generated(run, texts, m)
 
     pg = Page(run, info, sel, texts)
     poll_ui.offer_view(run, sel, texts)  # presenter mode: "which token does this head attend to?" for the class

@@ -247,8 +247,10 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
     assert infos == [i18n.t("long.cut", "ko", m=n, n=120, model="seed")], infos
     captions = " ".join(c.value for c in at.caption)
     assert "최대 120 토큰" in captions and "레이어" in captions and "weight" not in captions
-    # the page's own run takes the box's first sentence only (the long view reads the whole box)
+    # the page's own run takes the box's first sentence only (the long view reads the whole box), and the
+    # page does not show that sentence as the one shown
     assert len(at.sidebar.selectbox(key="sentence").options) == 1
+    assert i18n.t("current", "ko", i=0) not in captions
     at.number_input(key="long_q0").set_value(50).run()
     ok(at, strict=True)
     assert "50" in json.loads(at.get("plotly_chart")[1].proto.spec)["layout"]["title"]["text"]

@@ -31,6 +31,24 @@ from streamlit.components.v2 import manifest_scanner  # noqa: E402
 
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
+# And each AppTest run makes a new ScriptCache, so the page's scripts are read, parsed for Streamlit's
+# "magic" and compiled again on every run (~1,500 runs in the suite). Their bytecode is kept for the
+# process, keyed by path and modification time, so an edited script is compiled afresh.
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
+
+_compiled: dict = {}
+_get_bytecode = ScriptCache.get_bytecode
+
+
+def _cached_bytecode(self, script_path: str):
+    key = (os.path.abspath(script_path), os.stat(script_path).st_mtime_ns)
+    if key not in _compiled:
+        _compiled[key] = _get_bytecode(self, script_path)
+    return _compiled[key]
+
+
+ScriptCache.get_bytecode = _cached_bytecode
+
 # Playwright polls a `wait_for_function` condition on every animation frame unless told otherwise:
 # sixty evaluations a second, each with a frame drawn, measured at 0.13 CPU-s of chromium per second of
 # waiting against 0.006 when polled every 250 ms. The browser tests' waits poll every 100 ms instead

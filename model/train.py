@@ -19,18 +19,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model.arch.seed import TASKS, Seed, SeedConfig
+from model.arch.seed import TASKS, Batch, Seed, SeedConfig, encode_batch, task_target  # noqa: F401 (Batch: of this module's API)
 from model.files.tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer,
                                    decode_chars, save)
 from model.registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file
-from model.runtime.base import pad_batch
 
 MAX_CHARS = 40
 # cumulative shares of the reverse task's inputs: ASCII, Hangul, mixed, few distinct (rest: words)
@@ -69,12 +67,6 @@ _EN_WORDS = ("the a of and to in is it you that he was for on are as with his th
 _KO_WORDS = ("나는 너는 우리 오늘 내일 학교 에 에서 가 이 을 를 은 는 하다 했다 합니다 입니다 "
              "사람 시간 공부 어텐션 모델 토큰 문장 단어 한국어 영어 마스크 위치 인코딩 그리고 "
              "하지만 정말 아주 많이 조금 먹었다 갔다 왔다 좋아요 감사합니다 안녕하세요 세계").split()
-
-
-def task_target(task: str, s: str) -> str:
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}: choose {' or '.join(TASKS)}")
-    return TASKS[task](s)
 
 
 def _words(rng: random.Random, words: tuple[str, ...] | list[str], n: int) -> str:
@@ -129,23 +121,6 @@ def sample_input(task: str, rng: random.Random, n: int | None = None, max_chars:
         pool = rng.sample(PRINTABLE_ASCII + HANGUL_SYLLABLES[:50], rng.randint(1, 4))
         return "".join(rng.choice(pool) for _ in range(n))
     return _words(rng, _EN_WORDS if rng.random() < 0.5 else _KO_WORDS, n)
-
-
-@dataclass
-class Batch:
-    src: torch.Tensor  # (B, S)  chars + </s>
-    tgt_in: torch.Tensor  # (B, T)  <s> + target
-    tgt_out: torch.Tensor  # (B, T)  target + </s>
-
-
-def encode_batch(task: str, tt, srcs: list[str]) -> Batch:
-    src_ids = [e.ids for e in tt.encode(srcs)]
-    tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
-    return Batch(
-        src=pad_batch(src_ids, tt.pad_id),
-        tgt_in=pad_batch([[tt.bos_id] + t for t in tgt_ids], tt.pad_id),
-        tgt_out=pad_batch([t + [tt.eos_id] for t in tgt_ids], tt.pad_id),
-    )
 
 
 def curriculum(step: int, steps: int, start: int = 8, frac: float = 0.5) -> int:
@@ -365,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             if a.checkpoint_dir is None:
                 p.error("--pack-only needs --checkpoint-dir (the folder a --checkpoints run wrote)")
             packed = a.checkpoints_out or seed_checkpoints.CHECKPOINTS["seed"]
-            record = seed_checkpoints.pack(a.checkpoint_dir, packed, shipped=out,
+            record = seed_checkpoints.pack(a.checkpoint_dir, packed, shipped=out, sample_input=sample_input,
                                            steps=[int(x) for x in a.checkpoints.split(",") if x.strip()])
             print(seed_checkpoints.describe(record))
             print(f"wrote {packed} ({packed.stat().st_size / 1e6:.1f} MB)")
@@ -395,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         recorder.finish(stats)
         packed = a.checkpoints_out or (seed_checkpoints.CHECKPOINTS.get("seed") if a.task == "reverse" else None)
         if packed is not None and (a.checkpoints_out or a.out is None):
-            print(seed_checkpoints.describe(seed_checkpoints.pack(recorder.folder, packed, shipped=out)))
+            print(seed_checkpoints.describe(seed_checkpoints.pack(recorder.folder, packed, shipped=out,
+                                                                  sample_input=sample_input)))
             print(f"wrote {packed} ({packed.stat().st_size / 1e6:.1f} MB)")
         else:
             print(f"checkpoints in {recorder.folder}; pack them with `python -m model.train {a.task} --pack-only "

@@ -27,7 +27,7 @@ from torch import nn
 from model.arch.family import seed_family
 from model.arch.generic import Transformer
 from model.files.tokenizer import TextTokenizer, char_tokenizer
-from model.runtime.base import HookScope, Output
+from model.runtime.base import HookScope, Output, pad_batch
 from model.runtime.hooks import Cache, active
 
 
@@ -36,6 +36,32 @@ TASKS: dict[str, Callable[[str], str]] = {
     "reverse": lambda s: s[::-1],
     "sort": lambda s: "".join(sorted(set(s))),
 }
+
+
+def task_target(task: str, s: str) -> str:
+    """What a seed model of this task is trained to write for ``s``."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}: choose {' or '.join(TASKS)}")
+    return TASKS[task](s)
+
+
+@dataclass
+class Batch:
+    """Inputs and their targets, teacher-forced (model/train.py trains on these, and
+    model/files/seed_checkpoints.py scores checkpoints on them)."""
+    src: torch.Tensor  # (B, S)  chars + </s>
+    tgt_in: torch.Tensor  # (B, T)  <s> + target
+    tgt_out: torch.Tensor  # (B, T)  target + </s>
+
+
+def encode_batch(task: str, tt, srcs: list[str]) -> Batch:
+    src_ids = [e.ids for e in tt.encode(srcs)]
+    tgt_ids = [e.ids[:-1] for e in tt.encode([task_target(task, s) for s in srcs])]
+    return Batch(
+        src=pad_batch(src_ids, tt.pad_id),
+        tgt_in=pad_batch([[tt.bos_id] + t for t in tgt_ids], tt.pad_id),
+        tgt_out=pad_batch([t + [tt.eos_id] for t in tgt_ids], tt.pad_id),
+    )
 
 
 @dataclass

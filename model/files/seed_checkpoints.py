@@ -97,7 +97,8 @@ def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
 
 
 def pack(folder: Path, out: Path, shipped: Path | None = None, steps: list[int] | None = None,
-         name: str = "seed") -> dict:
+         name: str = "seed", *,
+         sample_input: Callable[[str, random.Random], str]) -> dict:
     """The checkpoints in ``folder`` (``Recorder``'s) -> one file ``out``; returns its record."""
     folder = Path(folder)
     found = sorted(int(p.stem.split("-")[1]) for p in folder.glob("step-*.safetensors"))
@@ -124,8 +125,6 @@ def pack(folder: Path, out: Path, shipped: Path | None = None, steps: list[int] 
                 tensors[f"step{step}.{k}"] = v.float().contiguous()
         stored[str(step)] = {"int8": True}
     rng = random.Random(EVAL_SEED)
-    from model.train import sample_input  # noqa: PLC0415 (model.train imports the registry, which imports this)
-
     inputs = [sample_input("reverse", rng) for _ in range(EVAL_INPUTS)]
     sources = json.loads((folder / "sources.json").read_text()) if (folder / "sources.json").is_file() else {}
     meta = {"format": FORMAT, "model": json.dumps(name), "config": config, "steps": json.dumps(steps),
@@ -238,7 +237,7 @@ def eval_loss(m, inputs: list[str], dtype: torch.dtype = torch.float32, chunk: i
 @torch.inference_mode()
 def eval_stats(m, inputs: list[str], dtype: torch.dtype = torch.float32, chunk: int = 16) -> tuple[float, float]:
     """(``eval_loss``, the largest |logit| on the way: what a bound on the loss's rounding scales with)."""
-    from model.train import encode_batch  # noqa: PLC0415
+    from model.arch.seed import encode_batch  # noqa: PLC0415
 
     net = m if dtype == torch.float32 else _copy_as(m, dtype)
     total, count, top = torch.zeros((), dtype=torch.float64), 0, 0.0
@@ -269,7 +268,7 @@ def cross_attention_summary(m, inputs: list[str]) -> dict:
     and the mean entropy of the row divided by log(L+1) (1: uniform over the L characters and </s>).
     {"L{layer}H{head}": {"anti_diagonal": ..., "entropy": ...}}."""
     from model.runtime.hooks import hooks  # noqa: PLC0415
-    from model.train import encode_batch  # noqa: PLC0415
+    from model.arch.seed import encode_batch  # noqa: PLC0415
 
     b = encode_batch(m.cfg.task, m.tokenizer, inputs)
     names = [f"decoder.blocks.{i}.cross_attn.hook_pattern" for i in range(m.cfg.n_decoder_layers)]

@@ -537,7 +537,11 @@ WRITER = """
         t.start()
         while t.is_alive():
             time.sleep(0.05)
-    else:  # a plain script: the load in the main thread
+    else:  # a plain script run in a terminal: the load in the main thread, Ctrl-C raises KeyboardInterrupt
+        # (Python leaves SIGINT ignored when it starts with it ignored, as every process started from
+        # a background job of a non-interactive shell does: a suite run with `&` then never saw the
+        # signal, and this test hung for 60 s)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         model.load(gguf)
     print("loaded", flush=True)
 """

@@ -207,10 +207,10 @@ HOSTILE_BERT = {
 def test_bert_sizes_are_checked_before_anything_is_built(tmp_path, case):
     claims, message = HOSTILE_BERT[case]
     folder = write_bert(tmp_path / "hostile-bert", claims)
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # CPU time, not wall time: "fast" must not depend on the machine's load
     with pytest.raises(model.WeightsError, match=message) as err:
         model.load(folder)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.thread_time() - t0 < 1.0
     assert "hostile-bert" in str(err.value)
 
 
@@ -236,7 +236,7 @@ def kib(field):
 resource.setrlimit(resource.RLIMIT_AS, ((kib("VmSize") + 3 * 2**20) * 1024, resource.RLIM_INFINITY))
 start = kib("VmHWM")
 for label, path in json.loads(sys.argv[2]):
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: a refusal must not compute, whatever else the machine runs
     try:
         model.load(path)
         outcome = "loaded"
@@ -244,14 +244,15 @@ for label, path in json.loads(sys.argv[2]):
         outcome = "WeightsError: " + str(e)
     except BaseException as e:
         outcome = type(e).__name__ + ": " + str(e)[:200]
-    print(json.dumps({"case": label, "seconds": time.perf_counter() - t0,
+    print(json.dumps({"case": label, "seconds": time.process_time() - t0,
                       "peak_growth_mb": (kib("VmHWM") - start) / 1024, "outcome": outcome}), flush=True)
 """
 
 
 def test_hostile_files_fail_fast_in_little_memory(tmp_path):
-    """The headline cases in a fresh process: time and peak memory growth of each refusal (the
-    address space capped 3 GB above the start, so that a regression fails instead of swapping)."""
+    """The headline cases in a fresh process: CPU time and peak memory growth of each refusal (the
+    address space capped 3 GB above the start, so that a regression fails instead of swapping). CPU
+    time, not wall time: at a load of 13 a refusal took 1.45 s of wall time while computing nothing."""
     cases = []
     for i, (kind, claims) in enumerate(HEADLINE):
         label = f"{kind} {claims}"

@@ -43,9 +43,19 @@ def _downloads(items: list[tuple[str, str, object, str, str]]) -> None:
                             help=reason.reason if image and reason is not None else f"`{file_name}`")
 
 
+def use_long_example() -> None:
+    """The example button's callback: the shipped long text (the window lesson's) into the text box."""
+    from explorer.lessons import catalog
+
+    st.session_state["text"] = catalog.long_example()
+
+
 def render(_section: str, page) -> None:
-    """The view: a notice when the text was cut, the whole pattern, the zoom, the summaries."""
+    """The view: the example's button, a notice when the text was cut, the whole pattern, the zoom, the
+    summaries."""
     lg = lang()
+    st.button(t("long.example"), key="long-example", on_click=use_long_example, icon=":material/article:",
+              help=t("long.example_help"))
     L = i18n.fig_labels(lg)
     text, _ = inputs.long_text(st.session_state.get("text", ""))  # the page said already if the box was cut
     bound = inputs.long_token_bound(state.HOSTED)

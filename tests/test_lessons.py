@@ -42,10 +42,20 @@ def figures(lesson, models, reveal: bool = False) -> int:
     """How many figures the lesson draws before its question (or, ``reveal``, after the answer)."""
     from explorer.views import stages
     return sum(stages.applies(sid, models(p.model).info, p.block)
-               for p in lesson.parts for sid in (p.reveal if reveal else p.stages))
+               for p in lesson.parts for sid in (p.reveal if reveal else p.stages)) \
+        + sum(len(p.long_reveal if reveal else p.long) for p in lesson.parts)  # a long part's figures
+
+
+_LONG_RUNS: dict = {}  # a long lesson's runs (a forward of some 2,000 tokens) made once for this file
 
 
 def lesson_runs(lesson, texts, models):
+    if lesson.is_long:
+        key = (lesson.number, tuple(texts))
+        if key not in _LONG_RUNS:
+            _LONG_RUNS.clear()
+            _LONG_RUNS[key] = [catalog.run_part(p, models(p.model), texts) for p in lesson.parts]
+        return _LONG_RUNS[key]
     return [catalog.run_part(p, models(p.model), texts) for p in lesson.parts]
 
 
@@ -131,6 +141,11 @@ def expected(n: int, texts, models) -> tuple[str, object]:
         layer = next((li for li in range(len(names)) if logp(li, last) > logp(li, changed)), None)
         thirds = [round(len(names) * k / 3) for k in range(4)]
         return "index", 3 if layer is None else next(k for k in range(3) if thirds[k] <= layer < thirds[k + 1])
+    from test_long import lesson_expected as long_expected  # the window lesson (issue 34)
+
+    found = long_expected(n, texts, models)
+    if found is not None:
+        return found
     from test_why import lesson_expected as why_expected  # the lessons of issue 35
 
     found = why_expected(n, texts, models)

@@ -132,7 +132,11 @@ def lesson_main(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     if reason := unavailable_reason():
         parser.exit(3, f"{parser.prog}: error: {reason}\n")
     lesson = catalog.lesson(a.lesson)
-    texts = inputs.limit_sentences("\n".join(a.text))[0] if a.text else list(lesson.texts)
+    if lesson.is_long:  # one text read whole (the run cuts it to its token bound), not sentences
+        texts = [inputs.long_text("\n".join(a.text))[0]] if a.text else list(lesson.texts)
+        texts = [x for x in texts if x.strip()]
+    else:
+        texts = inputs.limit_sentences("\n".join(a.text))[0] if a.text else list(lesson.texts)
     if not texts:
         parser.error("--text: no sentence given")
     runs, loaded = [], {}
@@ -144,7 +148,7 @@ def lesson_main(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
                            f"{fetch_hint(part.model)}\n")
         loaded[part.model] = m
         try:
-            runs.append(catalog.run_part(part, m, inputs.limit_tokens(texts, m.tokenizer)[0]))
+            runs.append(catalog.run_part(part, m, texts if part.is_long else inputs.limit_tokens(texts, m.tokenizer)[0]))
         except (model.InputTooLong, model.RunTooLarge) as e:
             parser.exit(2, f"{parser.prog}: error: --text: {e}\n")
     out = Path(a.out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +45,13 @@ class Part:
     note: str | None = None  # a catalogue key said above the part's figures
     query: int = 0  # the one cell's query and key (the stages that draw one: Stage.per_cell)
     key: int = 0
+    long: tuple[str, ...] = ()  # a long part (issue 34): its long figures before the question (LONG_FIGURES)
+    long_reveal: tuple[str, ...] = ()  # ... and once the answer is shown
+
+    @property
+    def is_long(self) -> bool:
+        """The part reads its text as one long sequence (model/analysis/long.py), not as sentences."""
+        return bool(self.long or self.long_reveal)
 
 
 @dataclass
@@ -58,6 +66,8 @@ class PartRun:
     other: RunData | None = None  # a patching part: the run of sentence 1 alone
     patching: object | None = None  # a patching part: model.analysis.patching.PatchResult (None: no pair to patch)
     effects: object | None = None  # an ablation part: model.analysis.ablation.HeadEffects of its sentence and block
+    long: object | None = None  # a long part: model.analysis.long.LongRun of its text (``run`` is None then)
+    summaries: object | None = None  # ... and model.analysis.long.Summaries of it
 
 
 @dataclass
@@ -98,6 +108,11 @@ class Lesson:
 
     def models(self) -> list[str]:
         return list(dict.fromkeys(p.model for p in self.parts))
+
+    @property
+    def is_long(self) -> bool:
+        """Its text is one long sequence (the page reads the box whole, not as sentences)."""
+        return any(p.is_long for p in self.parts)
 
 
 def _tok(tokens: Sequence[str], i: int) -> str:
@@ -626,6 +641,117 @@ LESSONS = LESSONS + (
 )
 
 
+# --- what the window changes (issue 34): Gemma 3 on a long English and Korean text -------------------------
+# A long part reads its text whole, one sequence (model/analysis/long.py keeps q and k per layer, never a
+# T×T pattern); its figures are the long view's (explorer/views/long.py), made by long_figures for the
+# page and the handout alike. Words: "lesson.window.*".
+
+LONG_TEXT_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples" / "long" / "ko_en.txt"
+LONG_QUERY = 1500  # the query the question asks about (the text's last when it is shorter)
+WINDOW_BINS = (0.01, 0.1, 0.5)  # above exactly 0: under 1 %, 1 to 10 %, 10 to 50 %, 50 % or more
+LONG_FIGURES = ("local", "global", "summaries")  # the part's layer and head; the asked layer, same head; all
+
+
+def long_example() -> str:
+    """The shipped long text (assets/examples/long/ko_en.txt): original prose on attention, English and
+    Korean paragraphs in turn (2,000 or so Gemma 3 tokens)."""
+    return LONG_TEXT_FILE.read_text(encoding="utf-8").strip("\n")
+
+
+def asked_layer(lr) -> int:
+    """The layer the window lesson asks about: the first without a sliding window (the last layer when
+    every layer has one)."""
+    return next((i for i, r in enumerate(lr.rules) if not r.window), lr.n_layers - 1)
+
+
+def local_layer(lr) -> int | None:
+    """The first layer with a sliding window (None: no layer has one)."""
+    return next((i for i, r in enumerate(lr.rules) if r.window), None)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g}"  # 3 significant digits: a weight of 1e-5 is not written as 0
+
+
+def ask_window(pr: PartRun, lang: str) -> Question:
+    """The window lesson: at query LONG_QUERY (about 1,500 tokens in), what share of its attention does
+    a global layer (the mean of its heads) put on the first token: exactly 0, or which band above?"""
+    lr, s = pr.long, pr.summaries
+    T = lr.T
+    q = min(LONG_QUERY, T - 1)
+    g = asked_layer(lr)
+    per_head = s.first[g, :, q].astype(np.float64)
+    w = float(per_head.mean())
+    answer = 0 if w == 0.0 else 1 + int(np.searchsorted(WINDOW_BINS, w, side="right"))
+    choices = [i18n.t(k, lang) for k in ("lesson.window.bin0", "lesson.window.bin1", "lesson.window.bin2",
+                                         "lesson.window.bin3", "lesson.window.bin4")]
+    first = style.plain_text(style.visible(lr.tokens[0]), 20)
+    rule = lr.rules[g]
+    kind = i18n.t("lesson.window.kind_local" if rule.window else "lesson.window.kind_global", lang, w=rule.window)
+    why = [i18n.t("lesson.window.why", lang, l=g, q=q, w=_pct(w), first=first,
+                  heads=", ".join(f"H{h} {_pct(x)}%" for h, x in enumerate(per_head)))]
+    if not rule.window:
+        why.append(i18n.t("lesson.window.why_global", lang))
+    loc = local_layer(lr)
+    if loc is not None and loc != g:
+        W = lr.rules[loc].window
+        lw = float(s.first[loc, :, q].astype(np.float64).mean())
+        why.append(i18n.t("lesson.window.why_far" if q >= W else "lesson.window.why_near", lang, l=loc, q=q, W=W,
+                          w=_pct(lw)))
+        if T > W:
+            local = [i for i, r in enumerate(lr.rules) if r.window]
+            glob = [i for i, r in enumerate(lr.rules) if not r.window]
+            if glob:
+                d = s.distance[:, :, W:].astype(np.float64)
+                why.append(i18n.t("lesson.window.why_distance", lang, start=W, ld=f"{d[local].mean():.1f}",
+                                  gd=f"{d[glob].mean():.1f}", top=W - 1, lmax=f"{d[local].max():.1f}"))
+    return Question("choice", i18n.t("lesson.window.ask", lang, model=pr.info.name, l=g, kind=kind, q=q, T=T,
+                                     first=first, h=lr.n_heads), choices, answer, " ".join(why))
+
+
+def long_figures(pr: PartRun, ids: Sequence[str], lang: str = "en", grid=None) -> list[tuple[str, object, str]]:
+    """(id, figure, the words under it) of a long part's figures ``ids`` (LONG_FIGURES), the long view's
+    own: "local" the part's layer and head over the whole text, "global" the asked layer's same head,
+    "summaries" every layer against query position. ``grid(layer, head)`` gives (grid, block) (the page's
+    cache; ``model.analysis.long.block_grid`` otherwise)."""
+    from explorer.views import long as lv
+    from model.analysis import long as ml
+
+    lr, s = pr.long, pr.summaries
+    if grid is None:
+        grid = lambda layer, head: ml.block_grid(lr, layer, head, lv.GRID_CELLS)  # noqa: E731
+    labels = i18n.fig_labels(lang)
+    head, g = min(pr.part.head, lr.n_heads - 1), asked_layer(lr)
+    out = []
+    for fid in ids:
+        if fid == "summaries":
+            fig = lv.summary_figure(s.first, s.distance, s.inside, s.window_layers, layer=g, head=head,
+                                    window=s.window, own_window=s.own_window, labels=labels,
+                                    title=i18n.t("long.summary_title", lang, T=lr.T))
+            said = lv.compare_note(s.first, s.distance, s.window_layers, s.window, lang)
+            note = " ".join(x for x in (lv.summary_note(s.window, s.own_window, lr.n_heads, g, head, lang), said) if x)
+        else:
+            layer = min(pr.part.layer, lr.n_layers - 1) if fid == "local" else g
+            rule = lr.rules[layer]
+            z, block = grid(layer, head)
+            kind = lv.layer_kind(lr.window, rule.window, rule.causal, lang)
+            fig = lv.overview_figure(z, block, lr.tokens, window=rule.window, causal=rule.causal, labels=labels,
+                                     title=i18n.t("long.overview_title", lang, layer=layer, head=head, T=lr.T,
+                                                  kind=kind))
+            finite = z[np.isfinite(z)]
+            note = lv.overview_note(block, float(finite.max()) if finite.size else 0.0, rule.window, rule.causal,
+                                    lr.T, lang)
+        out.append((fid, fig, note))
+    return out
+
+
+LESSONS = LESSONS + (
+    Lesson(len(LESSONS) + 1, "lesson.window.title", "lesson.window.text", (long_example(),),
+           (Part("gemma3", (), block="decoder.self_attn", layer=0, head=0, long=("local",),
+                 long_reveal=("global", "summaries")),), ask_window),
+)
+
+
 def lesson(number: int) -> Lesson:
     """Lesson ``number`` (1-based); IndexError outside 1..len(LESSONS)."""
     if not 1 <= int(number) <= len(LESSONS):
@@ -676,6 +802,11 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
     from explorer.views.trace import trace_data
 
     texts = list(texts)
+    if part.is_long:  # the text whole, one sequence (a laptop's bound: 4,096 tokens)
+        from model.analysis import long as ml
+
+        lr = ml.long_run(m, texts[0])
+        return PartRun(part, None, m.info, long=lr, summaries=ml.summaries(lr))
     run = run_data(m, texts)
     if "trace" in uses(part):
         run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))

@@ -26,6 +26,7 @@ from explorer.views.theme import get_theme
 
 THEME = "presentation"
 LINE_UNITS = 116  # a text line's width in Latin characters (a Hangul syllable counts two)
+LONG_TEXT_SHOWN = 300  # a long lesson's text on the first page: its start (the figures say its tokens)
 TITLE_SIZE, BODY_SIZE = 40, 24
 
 
@@ -80,6 +81,10 @@ def lesson_figures(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], text
     out = []
     for pr in runs:
         part = pr.part
+        if part.is_long:  # the long view's figures, the words under each as the caption
+            for _, fig, note in catalog.long_figures(pr, part.long_reveal if reveal else part.long, lang):
+                out.append(prepare(fig, None, theme=THEME, caption=note))
+            continue
         sel = catalog.selection(part, pr.run)
         for sid in (part.reveal if reveal else part.stages):
             if not stages.applies(sid, pr.info, sel.block):
@@ -105,7 +110,7 @@ def handout_pages(lesson: catalog.Lesson, runs: Sequence[catalog.PartRun], texts
     def footer(p: int) -> str:
         return t("lessons.page_of", n=lesson.number, p=p, total=total)
 
-    sentences = " / ".join(style.plain_text(x) for x in texts)
+    sentences = " / ".join(style.plain_text(x, LONG_TEXT_SHOWN if lesson.is_long else None) for x in texts)
     pages = [text_page(title, [plain(t(lesson.text)), t("lessons.sentence_line", text=sentences)], footer(1))]
     pages += figures
     ask = [q.prompt]

@@ -17,7 +17,7 @@ import streamlit as st
 from explorer import failures, i18n, inputs, models_ui, poll_ui, quota, state
 from explorer.lessons import catalog
 from explorer.lessons.catalog import LESSONS, PartRun
-from explorer.ui import lang, show_figure, sync_url, t
+from explorer.ui import busy, lang, show_figure, sync_url, t
 from explorer.views import stages
 from explorer.views.data import layers_for
 from model.registry import FETCHED
@@ -37,6 +37,15 @@ def md(text: str) -> str:
 
 def default_text(n: int) -> str:
     return "\n".join(catalog.lesson(n).texts)
+
+
+def lesson_texts(n: int, raw: str) -> tuple[list[str], list]:
+    """(texts, notices) of a lesson's box: its sentences (cut to the explorer's limits), or for a long
+    lesson the whole box as one text (cut to the box's bound; the run cuts it to its token bound)."""
+    if not catalog.lesson(n).is_long:
+        return inputs.limit_sentences(raw)
+    text, notices = inputs.long_text(raw)
+    return ([text] if text.strip() else []), notices
 
 
 # --- the URL and the session ----------------------------------------------------------------------
@@ -62,7 +71,7 @@ def read_url_once() -> list:
     st.session_state[N_KEY] = n
     st.session_state.setdefault(ANSWERS_KEY, {}).update(catalog.parse_answers(qp.get("answers")))
     if qp.get("lesson_text"):
-        st.session_state.setdefault(TEXTS_KEY, {})[n] = "\n".join(inputs.limit_sentences(str(qp["lesson_text"]))[0])
+        st.session_state.setdefault(TEXTS_KEY, {})[n] = "\n".join(lesson_texts(n, str(qp["lesson_text"]))[0])
     return messages
 
 
@@ -115,7 +124,7 @@ def chosen_part(part: catalog.Part) -> catalog.Part | None:
     """The part with the sidebar's configured model instead of its real checkpoint (None: as it is),
     when that model has the stack the part's block needs; its layer and head clipped to the model."""
     chosen = st.session_state.get("lesson_model") or ""
-    if not chosen or part.model not in FETCHED or chosen not in models_ui.lesson_choices():
+    if not chosen or part.is_long or part.model not in FETCHED or chosen not in models_ui.lesson_choices():
         return None
     try:
         m, _ = state.load_model(chosen)
@@ -141,6 +150,8 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
         return None
     if fallback:
         st.warning(t("weights_missing", name=part.model, error=fallback), icon="⚠️")
+    if part.is_long:
+        return long_part_run(part, texts[0], m)
     texts, _ = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
     n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
     with st.spinner(t("running")):
@@ -160,6 +171,45 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     if "effects" in catalog.uses(part):
         effects_part(pr, texts)
     return pr
+
+
+def long_part_run(part: catalog.Part, text: str, m) -> PartRun | None:
+    """A long part's run: the text whole, cut to this server's long bound (cached: state.long_run), and
+    its summaries; None with a message when it cannot run (the page's quota, the memory budget)."""
+    import model
+    from model.analysis import long as ml
+
+    bound = inputs.long_token_bound(state.HOSTED)
+    try:
+        with busy(("long", part.model, text, bound), "long.running"):
+            lr = state.long_run(part.model, text, bound)
+            s = state.long_summaries(part.model, text, bound)
+    except quota.Refused as e:
+        st.warning(e.message(lang()), icon="⏳")
+        return None
+    except model.RunTooLarge as e:
+        st.warning(t("long.too_large", model=m.info.name, need=f"{e.estimate / 2**20:,.0f}",
+                     allowed=f"{e.budget / 2**20:,.0f}"), icon="⚠️")
+        return None
+    except ml.LongInputError:  # an empty text: the page said so before
+        return None
+    if lr.cut:
+        st.info(t("long.cut", m=lr.n_given, n=lr.T, model=m.info.name), icon="✂️")
+    return PartRun(part, None, m.info, long=lr, summaries=s)
+
+
+def draw_long(pr: PartRun, n: int, i: int, text: str, ids: tuple[str, ...]) -> None:
+    """A long part's figures ``ids`` (catalog.LONG_FIGURES), each with the words under it."""
+    from explorer.views import long as lv
+
+    bound = inputs.long_token_bound(state.HOSTED)
+
+    def grid(layer: int, head: int):
+        return state.long_grid(pr.part.model, text, bound, layer, head, lv.GRID_CELLS)
+
+    for fid, fig, note in catalog.long_figures(pr, ids, lang(), grid):
+        st.plotly_chart(fig, width="stretch", key=f"chart-L{n}-p{i}-{fid}", config={"displaylogo": False})
+        st.caption(note)
 
 
 def effects_part(pr: PartRun, texts: list[str]) -> None:
@@ -204,9 +254,18 @@ def patch_part(pr: PartRun, texts: list[str], m) -> None:
     bar.empty()
 
 
-def draw_part(pr: PartRun, n: int, i: int, texts: list[str], ids: tuple[str, ...]) -> None:
-    """The part's stages ``ids`` (those that apply to its model and block), each with its words."""
+def draw_part(pr: PartRun, n: int, i: int, texts: list[str], which: str) -> None:
+    """The part's figures before the question (``which`` "stages") or once it is answered ("reveal"):
+    its stages (those that apply to its model and block), each with its words; a long part's long
+    figures."""
     part, lg = pr.part, lang()
+    if part.is_long:
+        ids = part.long_reveal if which == "reveal" else part.long
+        if ids:
+            st.caption(t("lessons.part", model=part.model))
+            draw_long(pr, n, i, texts[0], ids)
+        return
+    ids = part.reveal if which == "reveal" else part.stages
     if not ids:
         return
     if part.note:
@@ -336,11 +395,13 @@ def render() -> None:
     box = f"lesson_text_{n}"
     if box not in st.session_state:
         st.session_state[box] = st.session_state.get(TEXTS_KEY, {}).get(n, default_text(n))
-    st.text_area(t("lessons.sentences"), key=box, height=90, on_change=on_text, args=(n,), max_chars=inputs.MAX_BOX_CHARS,
-                 help=t("text_help", n=inputs.MAX_SENTENCES, c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
+    st.text_area(t("lessons.long_text") if lesson.is_long else t("lessons.sentences"), key=box, height=90,
+                 on_change=on_text, args=(n,), max_chars=inputs.MAX_BOX_CHARS,
+                 help=t("lessons.long_text_help", t=inputs.long_token_bound(state.HOSTED)) if lesson.is_long
+                 else t("text_help", n=inputs.MAX_SENTENCES, c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS))
     if st.session_state[box] != default_text(n):
         st.button(t("lessons.default_text"), key=f"lesson_default_{n}", on_click=on_default_text, args=(n,))
-    texts, notices = inputs.limit_sentences(st.session_state[box])
+    texts, notices = lesson_texts(n, st.session_state[box])
     for notice in notices:
         st.info(t(notice.key, **notice.args), icon="✂️")
     if not texts:
@@ -354,7 +415,7 @@ def render() -> None:
         pr = part_run(part, texts)
         runs.append(pr)
         if pr is not None:
-            draw_part(pr, n, i, texts, part.stages)
+            draw_part(pr, n, i, texts, "stages")
     asked = runs[lesson.asks]
     revealed = False
     if asked is None:
@@ -369,11 +430,11 @@ def render() -> None:
             right[n] = q.correct(answers[n])
         else:
             right.pop(n, None)
-    if any(part.reveal for part in lesson.parts):  # the figures that show the answer
+    if any(part.reveal or part.long_reveal for part in lesson.parts):  # the figures that show the answer
         if revealed or asked is None:
             for i, (part, pr) in enumerate(zip(lesson.parts, runs)):
                 if pr is not None:
-                    draw_part(pr, n, i, texts, part.reveal)
+                    draw_part(pr, n, i, texts, "reveal")
         else:
             st.caption(t("lessons.after_reveal"))
 

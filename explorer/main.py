@@ -275,7 +275,7 @@ def page() -> None:
     texts, tok_notices, n_tokens = state.limit_tokens(key, m, texts)
     notices += tok_notices
     with busy(("run", key, tuple(texts))):
-        run = state.run(key, texts, n_tokens, m.info)
+        run = state.run(key, texts, n_tokens, m.info, next_tokens="last")  # others: on demand
 
     info = m.info
     sel = sidebar_selection(info, texts, messages, key)

@@ -2,16 +2,21 @@
 
     load_model(name)        -> (model, fallback_notice | None)   st.cache_resource: once per process
     model_weights(name)     -> {"...W_Q": array, ...}            st.cache_resource: zero-copy views
-    run(name, texts)        -> RunData (numpy, picklable)         st.cache_data: by model + text
-                                                                  + edits (bounded: entries, time)
+    run(name, texts)        -> RunData (numpy, read-only)         a process-wide memo (_Memo) by
+                                                                  model + text + edits, shared by
+                                                                  every session (bounded: entries,
+                                                                  bytes, time); never copied
     stage_figure(...)       -> (figure, table)                   a process-wide memo (_Memo:
                                                                   entries, JSON bytes, time); the
                                                                   figure's dict and JSON made once
                                                                   (explorer/fastpath.py)
 
 Changing layer, head, block, sentence or view never calls ``run`` with new arguments, so the model
-does not run again. A weight file's modification time is part of every key, so when a missing
-seed checkpoint appears (or is retrained), the next page load uses it.
+does not run again, and a rerun gets the same run object back (no copy of its hooks: st.cache_data
+unpickled every hook of the run on every rerun of every session). Learners who type the same sentence
+share its run, made once (others asking for it meanwhile wait for it). A weight file's modification
+time is part of every key, so when a missing seed checkpoint appears (or is retrained), the next page
+load uses it.
 
 Hosting: at most ``MAX_CONCURRENT_RUNS`` forward passes run at once in the process (others wait
 their turn, so a burst of visitors queues instead of exhausting memory; the number follows the CPUs the
@@ -38,7 +43,7 @@ import streamlit as st
 import model
 from explorer import failures, fastpath, inputs, memory, quota
 from explorer.views import stages
-from explorer.views.data import (LensData, RunData, induction_scores, lens_data, run_data,
+from explorer.views.data import (LensData, RunData, induction_scores, lens_data, next_top_every, run_data,
                                 weights_of)
 from explorer.views.trace import TraceData, trace_data
 from model.files import seed_checkpoints
@@ -50,6 +55,10 @@ RUN_CACHE_TTL = 3600  # seconds
 LARGE_RUN_BYTES = 32 * 2**20  # runs bigger than this are cached apart, and fewer of them
 LARGE_RUN_CACHE_ENTRIES = 4
 LARGE_RUN_CACHE_TTL = 900
+# the runs' memory in all, per cache (RunData.nbytes: what the run keeps), least recently used out first:
+# what the entries allowed at most before (32 runs under LARGE_RUN_BYTES; 4 of SmolLM2's largest, ~200 MB)
+RUN_CACHE_BYTES = RUN_CACHE_ENTRIES * LARGE_RUN_BYTES
+LARGE_RUN_CACHE_BYTES = 1024 * 2**20
 HOSTED = os.environ.get("ATTENTION_EXPLORER_HOSTED", "").strip().lower() in ("1", "true", "yes", "on")
 # download buttons behind a switch under each figure: on by default on a hosted server (a class shares
 # its CPU), off on a laptop; ATTENTION_EXPLORER_LEAN_DOWNLOADS=0/1 decides either way
@@ -205,22 +214,45 @@ def model_weights(name: str) -> dict:
     return _weights(name, weights_stamp(name))
 
 
-def _forward(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
+def _forward(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "",
+             next_tokens: str = "every") -> RunData:
     m, _ = _load(name, stamp)
+    kw = {} if next_tokens == "every" else {"next_tokens": next_tokens}
     with _RUN_SLOTS:  # a cache hit never waits here
         if not edits:  # the intact run: the call as it always was
-            return run_data(m, list(texts), with_weights=False)
-        return run_data(m, list(texts), with_weights=False, edits=edits)
+            return run_data(m, list(texts), with_weights=False, **kw)
+        return run_data(m, list(texts), with_weights=False, edits=edits, **kw)
 
 
-@st.cache_data(max_entries=RUN_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)
-def _run(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
-    return _forward(name, stamp, texts, edits)
+def _frozen(run):
+    """The run with every array read-only: one object is shared by every session, so a view that
+    wrote into one would change what everyone sees; it raises instead."""
+    if isinstance(run, RunData):
+        for a in [*run.tensors.values(), run.top_ids, run.top_probs, run.last_top_ids, run.last_top_probs,
+                  run.final_logprobs, run.embedding]:
+            if a is not None:
+                a.flags.writeable = False
+    return run
 
 
-@st.cache_data(max_entries=LARGE_RUN_CACHE_ENTRIES, ttl=LARGE_RUN_CACHE_TTL, show_spinner=False)
-def _run_large(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "") -> RunData:
-    return _forward(name, stamp, texts, edits)
+def _run_bytes(run) -> int:
+    return run.nbytes if isinstance(run, RunData) else 0
+
+
+def _run(name: str, stamp: float | None, texts: tuple[str, ...], edits: str = "", next_tokens: str = "every",
+         *, memo: "_Memo | None" = None) -> RunData:
+    """The run of ``texts`` (cached process-wide by every argument: one object for every session)."""
+    return (memo or _RUNS).get((name, stamp, tuple(texts), edits, next_tokens),
+                               lambda: _frozen(_forward(name, stamp, tuple(texts), edits, next_tokens)), _run_bytes)
+
+
+def _clear_runs() -> None:
+    _RUNS.clear()
+    _LARGE_RUNS.clear()
+    _NEXT.clear()
+
+
+_run.clear = _clear_runs  # (the tests start from an empty cache, as with st.cache_data's .clear())
 
 
 def run_bytes(info, n_tokens: list[int]) -> int:
@@ -247,8 +279,13 @@ def limit_tokens(name: str, m, texts: list[str]):
     return list(cut), list(notices), list(counts)
 
 
-def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None, edits="") -> RunData:
+def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=None, edits="",
+        next_tokens: str = "every") -> RunData:
     """The model's run on ``texts`` (cached by model, text and edits), with the weights attached.
+
+    ``next_tokens="last"`` (the explorer's page): a decoder-only model's next tokens after each
+    sentence's last token only (``run_data``), not at every position; ``next_tokens`` attaches the rest
+    when a page asks for another position. Other models ignore it (one cache entry for both).
 
     ``edits`` (the what-if view): a string or ``model.edits.Edits``; its canonical form
     (``str(model.edits.parse(edits))``) is part of the cache key, so an edited run and the intact
@@ -260,8 +297,24 @@ def run(name: str, texts: list[str], n_tokens: list[int] | None = None, info=Non
     stamp = weights_stamp(name)
     canonical = str(model.edits.as_edits(edits or None))
     large = info is not None and n_tokens is not None and run_bytes(info, n_tokens) > LARGE_RUN_BYTES
-    data = (_run_large if large else _run)(name, stamp, tuple(texts), canonical)
+    if next_tokens != "every" and (info if info is not None else _load(name, stamp)[0].info).kind != "decoder":
+        next_tokens = "every"
+    data = _run(name, stamp, tuple(texts), canonical, next_tokens, memo=_LARGE_RUNS if large else _RUNS)
     return data.with_weights(_weights(name, stamp))
+
+
+def next_tokens(name: str, texts: list[str], run: RunData) -> dict:
+    """Every position's top next tokens of a page's run (``next_tokens="last"``), for ``run.with_top``:
+    the model's readout over the vocabulary at every position, made once per run (cached)."""
+    stamp = weights_stamp(name)
+
+    def make():
+        m, _ = _load(name, stamp)
+        with _RUN_SLOTS:
+            return next_top_every(m, run)
+
+    return _NEXT.get((name, stamp, tuple(texts), run.edits), make,
+                     lambda top: top["top_ids"].nbytes + top["top_probs"].nbytes)
 
 
 class _Memo:
@@ -327,6 +380,11 @@ class _Memo:
     def __len__(self) -> int:
         return len(self._items)
 
+
+# the runs (_run, run) and every position's next tokens (next_tokens)
+_RUNS = _Memo(RUN_CACHE_ENTRIES, RUN_CACHE_TTL, RUN_CACHE_BYTES)
+_LARGE_RUNS = _Memo(LARGE_RUN_CACHE_ENTRIES, LARGE_RUN_CACHE_TTL, LARGE_RUN_CACHE_BYTES)
+_NEXT = _Memo(RUN_CACHE_ENTRIES, RUN_CACHE_TTL)  # next_tokens: (B, T, 10) ids and probabilities per run
 
 FIGURE_CACHE_ENTRIES = 256
 # the memory of the figures' JSON in all (fastpath.json_bytes; a figure also keeps its arrays and table:

@@ -209,6 +209,20 @@ def test_changing_layer_head_view_or_sentence_does_not_rerun_the_model(monkeypat
     assert len(calls) == 2
 
 
+def test_a_run_is_shared_by_every_session_never_copied_and_read_only():
+    """A rerun (any session's) gets the cached run itself: no copy of its hooks per click; its arrays
+    cannot be written, so no view changes what another learner sees."""
+    state._run.clear()
+    a = state.run("seed", ["one shared run"])
+    b = state.run("seed", ["one shared run"])
+    assert a.tensors is b.tensors and a.top_ids is b.top_ids
+    pattern = a["decoder.blocks.0.self_attn.hook_pattern"]
+    with pytest.raises(ValueError, match="read-only"):
+        pattern[0, 0, 0, 0] = 1.0
+    assert not any(t.flags.writeable for t in a.tensors.values())
+    assert 0 < a.nbytes <= state._RUNS.bytes  # counted against the cache's bound
+
+
 def test_url_parameters_set_the_state_and_follow_it():
     at = app(model="seed", text="hello\n안녕하세요", layer="1", head="2", block="decoder.cross_attn",
              sentence="1", lang="ko", view="scores")

@@ -231,6 +231,37 @@ def test_next_token_stage_keeps_only_top_k(tiny_llama):
     assert list(df["id"]) == i[1, n1 - 1].tolist()
 
 
+def test_next_tokens_last_reads_out_the_last_token_only_and_the_rest_on_demand(tiny_llama):
+    """The app's runs (next_tokens="last") read the vocabulary out after each sentence's last token
+    only; every other position comes from the last block's stream when asked (next_top_every)."""
+    texts = ["the cat", "the"]
+    every = stages.run_data(tiny_llama, texts, with_weights=False)
+    last = stages.run_data(tiny_llama, texts, with_weights=False, next_tokens="last")
+    assert last.top_ids is None and last.last_top_ids.shape == last.last_top_probs.shape == (2, 10)
+    assert last.final_logprobs.shape == every.final_logprobs.shape
+    # float32 readouts of the same stream as a (B, d) and a (B·T, d) product: the sums' order may differ,
+    # ~1e-7 relative on logits of order 1 here (d_model 32); a wrong position or a missing softmax is >1e-2
+    np.testing.assert_allclose(last.final_logprobs, every.final_logprobs, atol=1e-5)
+    for s in range(2):
+        n = len(every.token_ids[s])
+        ids, probs = last.next_top(s, n - 1)
+        assert np.array_equal(ids, every.top_ids[s, n - 1])
+        np.testing.assert_allclose(probs, every.top_probs[s, n - 1], atol=1e-6)
+        assert n == 1 or last.next_top(s, 0) is None  # not read out: the page attaches it first
+        fig, df = stages.stage_figure("next_token", last, tiny_llama.info, sel(tiny_llama, sentence=s))
+        assert list(df["id"]) == every.top_ids[s, n - 1].tolist()
+    fig, _ = stages.stage_figure("next_token", last, tiny_llama.info, sel(tiny_llama), next_position=0)
+    assert "position 0" not in fig.layout.title.text  # says it lacks them, draws nothing made up
+    from explorer.views.data import next_top_every
+
+    full = last.with_top(next_top_every(tiny_llama, last))
+    assert np.array_equal(full.top_ids, every.top_ids) and np.array_equal(full.top_probs, every.top_probs)
+    fig, df = stages.stage_figure("next_token", full, tiny_llama.info, sel(tiny_llama), next_position=0)
+    assert list(df["id"]) == every.top_ids[0, 0].tolist() and "position 0" in fig.layout.title.text
+    with pytest.raises(ValueError, match="next_tokens"):
+        stages.run_data(tiny_llama, texts, next_tokens="first")
+
+
 # --- the real checkpoints, and the app -----------------------------------------------------------
 
 def need(name: str) -> None:

@@ -29,7 +29,8 @@ def patching_controls(page: Page) -> dict:
     m, _ = state.load_model(page.sel.model)
     (text,), _ = inputs.limit_tokens([text], m.tokenizer, inputs.MAX_TOKENS)
     with busy(("run", page.sel.model, (text,))):
-        other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info)
+        other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info,
+                          next_tokens="last")
     opts = {"other": other}
     n_a, n_b = len(page.run.tokens[page.sel.sentence]), len(other.tokens[0])
     if n_a != n_b:

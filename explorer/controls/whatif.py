@@ -131,7 +131,7 @@ def whatif_controls(page: Page) -> dict:
         model.edits.check(m, model.edits.parse(edit))
         with busy(("run", sel.model, tuple(page.texts), edit), "whatif.running"):
             n_tokens = [len(toks) for toks in page.run.tokens]
-            edited = state.run(sel.model, page.texts, n_tokens, info, edits=edit)
+            edited = state.run(sel.model, page.texts, n_tokens, info, edits=edit, next_tokens="last")
     except model.edits.EditError as e:
         st.warning(t("whatif.no_fit", model=sel.model, error=inputs.shown(str(e), 300)), icon="⚠️")
         return {}
@@ -151,7 +151,8 @@ def compare_controls(page: Page) -> dict:
     if cut or notices:
         st.info(t("compare.cut", c=inputs.MAX_CHARS, t=inputs.MAX_TOKENS), icon="✂️")
     with busy(("run", page.sel.model, (text,))):
-        other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info)
+        other = state.run(page.sel.model, [text], [len(m.tokenizer.encode([text])[0].ids)], page.info,
+                          next_tokens="last")
     return {sid: {"other": other} for sid in dict(stages.SECTIONS)["compare"]}
 
 

@@ -50,6 +50,10 @@ class RunData:
     top_ids: np.ndarray | None = None  # (B, T, k) int32, most likely first
     top_probs: np.ndarray | None = None  # (B, T, k) float32 softmax probabilities
     top_text: dict[int, str] = field(default_factory=dict)
+    # or (``run_data(..., next_tokens="last")``, the app's runs) only after each sentence's last real
+    # token: (B, k) each, top_ids None; ``next_top`` reads either, ``with_top`` attaches every position's
+    last_top_ids: np.ndarray | None = None
+    last_top_probs: np.ndarray | None = None
     # the Decoding view's token-by-token trace of one of the sentences (explorer/views/trace.py:
     # TraceData, whose ``text`` says which): attached with ``with_trace``, never by run_data
     trace: object | None = None
@@ -81,6 +85,27 @@ class RunData:
     def n_sentences(self) -> int:
         return len(self.tokens)
 
+    @property
+    def nbytes(self) -> int:
+        """The memory of the run's arrays (its hooks, next tokens and output; not the weights)."""
+        arrays = [*self.tensors.values(), self.top_ids, self.top_probs, self.last_top_ids, self.last_top_probs,
+                  self.final_logprobs, self.embedding]
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def next_top(self, sentence: int, pos: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(ids, probabilities) of the TOP_K most likely tokens after position ``pos`` of ``sentence``,
+        most likely first; None where this run has not read that position out (see ``last_top_ids``)."""
+        if self.top_ids is not None:
+            return self.top_ids[sentence, pos], self.top_probs[sentence, pos]
+        if self.last_top_ids is not None and pos == len(self.token_ids[sentence]) - 1:
+            return self.last_top_ids[sentence], self.last_top_probs[sentence]
+        return None
+
+    def with_top(self, top: Mapping) -> "RunData":
+        """This run with every position's next tokens attached (``next_top_every(m, run)``)."""
+        return replace(self, top_ids=top["top_ids"], top_probs=top["top_probs"],
+                       top_text={**self.top_text, **top["top_text"]})
+
     def with_weights(self, weights: Mapping[str, np.ndarray]) -> "RunData":
         return replace(self, weights=weights)
 
@@ -106,17 +131,47 @@ def _np(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _top_of(logits: torch.Tensor, token_text) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """logits (..., V) -> the TOP_K most likely tokens' ids (..., k) int32, softmax probabilities
+    (..., k) float32 and readable text."""
+    logits = logits.detach().float()
+    top, i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (..., k)
+    p = (top - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()  # softmax, without a (..., V) copy
+    ids = i.to(torch.int32).numpy()
+    text = {int(t): (token_text(int(t)) if token_text is not None else str(int(t))) for t in np.unique(ids)}
+    return ids, p.numpy().astype(np.float32), text
+
+
 def _top(out, kind: str, token_text) -> dict:
     """A decoder's top-k next tokens at every position (ids, probabilities, readable text): the
     decoder-only model's, or the encoder–decoder's generator over its teacher-forced decoder input."""
     if out is None or getattr(out, "logits", None) is None or kind not in ("decoder", "encoder-decoder"):
         return {}
-    logits = out.logits.detach().float()  # (B, T, V)
-    top, i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (B, T, k)
-    p = (top - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()  # softmax, without a (B, T, V) copy
-    ids = i.to(torch.int32).numpy()
-    text = {int(t): (token_text(int(t)) if token_text is not None else str(int(t))) for t in np.unique(ids)}
-    return dict(top_ids=ids, top_probs=p.numpy().astype(np.float32), top_text=text)
+    ids, p, text = _top_of(out.logits, token_text)  # (B, T, k)
+    return dict(top_ids=ids, top_probs=p, top_text=text)
+
+
+def _last_readout(m, out, cache) -> dict:
+    """A decoder-only run read out after each sentence's last real token alone (``run_with_cache(...,
+    logits=False)``): its top next tokens (RunData.last_top_ids, .last_top_probs) and the log-softmax
+    the what-if view compares (.final_logprobs): a (B, vocab) product instead of (B, T, vocab)."""
+    lengths = torch.tensor([len(t) for t in cache.token_ids])  # (B,) right-padded
+    h = out.hidden[torch.arange(len(lengths)), (lengths - 1).clamp(min=0)]  # (B, d)
+    with torch.inference_mode():
+        rows = m.readout(h).detach().float()  # (B, V)
+        ids, p, text = _top_of(rows, getattr(m, "token_text", None))  # (B, k)
+        return dict(last_top_ids=ids, last_top_probs=p, top_text=text,
+                    final_logprobs=torch.log_softmax(rows, dim=-1).numpy())
+
+
+def next_top_every(m, run: "RunData") -> dict:
+    """Every position's top next tokens of a run made with ``next_tokens="last"`` (``run.with_top``
+    attaches them): the model's readout of the last block's stream, which is the run's own output."""
+    name = f"decoder.blocks.{layers_for(m.info, 'decoder.self_attn') - 1}.hook_resid_post"
+    with torch.inference_mode():
+        logits = m.readout(torch.tensor(run[name]))  # (B, T, V); a copy: the app's runs are read-only
+        ids, p, text = _top_of(logits, getattr(m, "token_text", None))
+    return dict(top_ids=ids, top_probs=p, top_text=text)
 
 
 def _final(out, cache, kind: str) -> dict:
@@ -192,13 +247,21 @@ def weights_of(m) -> dict[str, np.ndarray]:
     return out
 
 
-def run_data(m, texts: list[str], *, with_weights: bool = True, edits=None) -> RunData:
+def run_data(m, texts: list[str], *, with_weights: bool = True, edits=None, next_tokens: str = "every") -> RunData:
     """Run ``m`` on a batch and return everything the views need (the weights optionally).
 
     ``edits`` (model.edits: a string such as ``"no_causal"``, or ``Edits``): the what-if run; its
-    canonical string is ``RunData.edits``. An edit that does not fit the model raises EditError."""
-    out, cache = m.run_with_cache(texts, edits=edits)
+    canonical string is ``RunData.edits``. An edit that does not fit the model raises EditError.
+    ``next_tokens="last"`` (a decoder-only model; others ignore it): the next tokens after each
+    sentence's last real token only (``RunData.last_top_ids``), not at every position: the readout over
+    the vocabulary once per sentence (Gemma 3: 262,144 entries) instead of once per position."""
+    if next_tokens not in ("every", "last"):
+        raise ValueError(f"next_tokens is 'every' or 'last', not {next_tokens!r}")
+    last = next_tokens == "last" and m.info.kind == "decoder"
+    out, cache = m.run_with_cache(texts, edits=edits, **({"logits": False} if last else {}))
     run = from_cache(cache, out, kind=m.info.kind, token_text=getattr(m, "token_text", None))
+    if last:
+        run = replace(run, **_last_readout(m, out, cache))
     return run.with_weights(weights_of(m)) if with_weights else run
 
 
@@ -305,7 +368,7 @@ def lens_data(m, run: RunData, sentence: int) -> LensData:
     probs = np.zeros((n_layers, n), np.float32)
     with torch.inference_mode():
         for layer in range(n_layers):
-            resid = torch.from_numpy(run[f"{stack}.blocks.{layer}.hook_resid_post"][sentence, :n])  # (T, d)
+            resid = torch.tensor(run[f"{stack}.blocks.{layer}.hook_resid_post"][sentence, :n])  # (T, d), a copy
             logits = m.readout(resid).float()  # (T, vocab)
             top, i = logits.max(-1)  # (T,)
             ids[layer] = i.numpy()

@@ -1197,17 +1197,19 @@ def _next_token_formula(c: _Ctx) -> str:
                                                ("vocab", int(c.info["vocab_size"]))))])
 def _next_token(c: _Ctx, title: str, opts: dict):
     run = c.run
-    if run.top_ids is None or not _decoder_only(c.info):
+    if (run.top_ids is None and run.last_top_ids is None) or not _decoder_only(c.info):
         return _not_for(c, title, "needs.next_token")
     toks = stack_tokens(run, c.stack, c.sel.sentence)
-    n_real = min(len(toks), run.top_ids.shape[1])
+    n_real = len(toks) if run.top_ids is None else min(len(toks), run.top_ids.shape[1])
     pos = n_real - 1 if opts.get("next_position") is None else clip(opts["next_position"], n_real)
-    ids = run.top_ids[c.sel.sentence, pos]
+    top = run.next_top(c.sel.sentence, pos)  # a run read out after its last token only: the page attaches the rest
+    if top is None:
+        return _not_for(c, title, "needs.next_token")
+    ids, probs = top
     texts = [run.top_text.get(int(i), str(int(i))) for i in ids]
     context = "".join(toks[max(0, pos - 7): pos + 1])
     context = f"{c.L['position']} {pos}: “{'…' if pos > 7 else ''}{style.plain_text(context, 60)}”"
-    return pt.next_token_figure(ids, run.top_probs[c.sel.sentence, pos], texts, context=context, title=title,
-                                labels=c.L)
+    return pt.next_token_figure(ids, probs, texts, context=context, title=title, labels=c.L)
 
 
 # --- one cell, all heads ----------------------------------------------------------------------------

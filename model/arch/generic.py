@@ -231,7 +231,7 @@ class Transformer(HookedModel):
         return torch.tensor(sorted(ends), dtype=torch.long)
 
     # --- the hook contract --------------------------------------------------------------------
-    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+    def _run(self, texts: list[str], scope: HookScope, *, readout: bool = True) -> tuple[Output, Cache]:
         kind = self.family.kind
         encs, truncated = self._tokens(texts, keep_last=kind != "decoder")
         ids, real = self._batch(encs)
@@ -240,12 +240,12 @@ class Transformer(HookedModel):
         if kind == "encoder":
             with scope():
                 h = self.encode(ids, real)  # (B, T, d)
-            logits = None if self.unembed is None else self.readout(h)
+            logits = None if self.unembed is None or not readout else self.readout(h)
             return Output(logits=logits, hidden=h, truncated=truncated), cache
         if kind == "decoder":
             with scope():
                 h = self.decode(ids, real)  # (B, T, d)
-            return Output(logits=self.readout(h), hidden=h, truncated=truncated), cache
+            return Output(logits=self.readout(h) if readout else None, hidden=h, truncated=truncated), cache
         max_new = min(ids.shape[1] + 8, self.family.max_len - 1)
         written = self.greedy(ids, max_new, use_cache=not active(), real=real)  # the decoder reads no end token
         return self._seq2seq_output(encs, truncated, ids, real, written, scope)

@@ -206,7 +206,8 @@ class Seed(Transformer):
             ids.append(i)
         return ids
 
-    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
+    def _run(self, texts: list[str], scope: HookScope, *, readout: bool = True) -> tuple[Output, Cache]:
+        # (``readout`` changes nothing here: the teacher-forced pass's logits are how it decodes)
         cfg = self.cfg
         encs, src, real, truncated = self.source(texts)
         max_new = min(src.shape[1] + 8, cfg.max_len - 1)

@@ -228,8 +228,9 @@ class HookedModel(nn.Module):
         """Call once, at the end of __init__: names come from attribute paths."""
         self.hook_names: list[str] = name_hook_points(self)
 
-    def _run(self, texts: list[str], scope: HookScope) -> tuple[Output, Cache]:
-        """Tokenize, pad and run; enter ``scope()`` around the forward pass to be shown."""
+    def _run(self, texts: list[str], scope: HookScope, *, readout: bool = True) -> tuple[Output, Cache]:
+        """Tokenize, pad and run; enter ``scope()`` around the forward pass to be shown. ``readout=False``:
+        a decoder-only or encoder model leaves ``Output.logits`` None (``Output.hidden`` is there)."""
         raise NotImplementedError
 
     def token_text(self, token_id: int) -> str:
@@ -327,9 +328,14 @@ class HookedModel(nn.Module):
     @torch.inference_mode()
     def run_with_cache(
         self, texts: str | Sequence[str], names: Iterable[str] | None = None,
-        edits: EditsLike = None, *, truncate: bool = False,
+        edits: EditsLike = None, *, truncate: bool = False, logits: bool = True,
     ) -> tuple[Output, Cache]:
         """Run a padded batch and return (output, cache of hook tensors).
+
+        ``logits=False``: a decoder-only or encoder model skips its readout over every position
+        (Output.logits is None; ``readout(Output.hidden[b, t])`` gives any position's logits, e.g. the
+        last one's alone: the vocabulary × every position is most of a short run's cost on a large
+        vocabulary). An encoder–decoder's logits come with its decoding and are always there.
 
         ``edits`` (a string such as ``"no_causal,temperature=2"``, an ``Edits``, or a list of
         edits) change this run only; the cache then holds the edited tensors. At most
@@ -347,7 +353,7 @@ class HookedModel(nn.Module):
         store: dict[str, torch.Tensor] = {}
         fns = compose(edit_fns, capture(wanted, store))  # the capture sees the edited tensors
         with self._edit_scope(edit_fns):
-            out, cache = self._run(prep.texts, lambda: hooks(fns))
+            out, cache = self._run(prep.texts, lambda: hooks(fns), readout=logits)
         out.truncated = [a or b for a, b in zip(prep.truncated, out.truncated or [False] * len(prep.truncated))]
         cache.tensors = {n: store[n] for n in self.hook_names if n in store}
         cache.texts = prep.texts

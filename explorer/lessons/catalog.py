@@ -740,7 +740,7 @@ def long_figures(pr: PartRun, ids: Sequence[str], lang: str = "en", grid=None) -
                                                   kind=kind))
             finite = z[np.isfinite(z)]
             note = lv.overview_note(block, float(finite.max()) if finite.size else 0.0, rule.window, rule.causal,
-                                    lr.T, lang)
+                                    lr.T, lang, zoom=False)  # the lesson draws no zoom
         out.append((fid, fig, note))
     return out
 

@@ -228,10 +228,14 @@ def layer_kind(window: int, layer_window: int, causal: bool, lang: str = "en") -
     return i18n.t("long.kind.global" if window else "long.kind.causal", lang)
 
 
-def overview_note(block: int, zmax: float, layer_window: int, causal: bool, T: int, lang: str = "en") -> str:
-    """The sentences under the whole pattern: what a cell is, what grey and the lines are."""
+def overview_note(block: int, zmax: float, layer_window: int, causal: bool, T: int, lang: str = "en",
+                  zoom: bool = True) -> str:
+    """The sentences under the whole pattern: what a cell is, what grey and the lines are (``zoom``: a
+    zoom with every weight follows, as on the long page)."""
     parts = [i18n.t("long.note.cells", lang, max=style.fmt(zmax, 4)) if block == 1
              else i18n.t("long.note.block", lang, b=block, max=style.fmt(zmax, 4))]
+    if block > 1 and zoom:
+        parts.append(i18n.t("long.note.zoom", lang))
     parts.append(i18n.t("long.note.causal", lang) if causal else i18n.t("long.note.full", lang))
     if layer_window and layer_window < T:
         parts.append(i18n.t("long.note.window", lang, w=layer_window))

@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--baseline", default="", help="another tree (e.g. a worktree of the commit before)")
     p.add_argument("--profile", choices=("sentence", "layer", "head"), default="",
                    help="print the cProfile of these actions (this tree only)")
+    p.add_argument("--lines", type=int, default=0,
+                   help="each new text this many of the workshop's sentences, one a line (default: the workshop's 1-2)")
     p.add_argument("--json", default="", help="write the rows and summaries here")
     p.add_argument("--child", default="", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -158,7 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     load = os.getloadavg()
     procs = {name: _spawn(root, a, a.profile if name == "current" else "") for name, root in trees.items()}
     for r in range(a.rounds):
-        texts = [sentence(rng, f"cpu{r}")]
+        text = sentence(rng, f"cpu{r}")
+        if a.lines:
+            text = "\n".join((text.splitlines() + [sentence(rng, f"cpu{r}.{i}") for i in range(a.lines)])[:a.lines])
+        texts = [text]
         order = list(procs.items()) if r % 2 == 0 else list(reversed(procs.items()))
         for name, proc in order:  # the same texts, the trees taking turns
             rows[name] += _round(proc, texts)
@@ -167,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         proc.wait()
     if a.profile:
         print(Path(PROFILE_FILE).read_text())
-    result = {"model": a.model, "rounds": a.rounds, "clicks": a.clicks, "load_before": load,
+    result = {"model": a.model, "rounds": a.rounds, "clicks": a.clicks, "lines": a.lines, "load_before": load,
               "load_after": os.getloadavg(), "trees": {k: str(v) for k, v in trees.items()},
               "summary": {k: _summary(v) for k, v in rows.items()}, "rows": rows}
     for name, summ in result["summary"].items():

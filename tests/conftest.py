@@ -32,8 +32,9 @@ from streamlit.components.v2 import manifest_scanner  # noqa: E402
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 # And each AppTest run makes a new ScriptCache, so the page's scripts are read, parsed for Streamlit's
-# "magic" and compiled again on every run (found with cProfile on tests/test_lessons.py). Their bytecode is kept for the
-# process, keyed by path and modification time, so an edited script is compiled afresh.
+# "magic" and compiled again on every run (found with cProfile on tests/test_lessons.py). Their
+# bytecode is kept for the process, keyed by path and modification time: an edited script is compiled
+# afresh.
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache  # noqa: E402
 
 _compiled: dict = {}

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model.arch.seed import TASKS, Batch, Seed, SeedConfig, encode_batch, task_target  # noqa: F401 (Batch: of this module's API)
+from model.arch.seed import TASKS, Batch, Seed, SeedConfig, encode_batch, task_target
 from model.files.tokenizer import (HANGUL_SYLLABLES, PRINTABLE_ASCII, build_char_tokenizer, char_tokenizer,
                                    decode_chars, save)
 from model.registry import ASSETS, SEED_TOKENIZER, SEED_WEIGHTS, load_seed_file

@@ -86,10 +86,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            if not isinstance(e.code, (int, type(None))):
+        except SystemExit as e:  # as the interpreter does: a message goes to stderr with status 1
+            if isinstance(e.code, str):
                 print(e.code, file=sys.stderr)
+            code = 1 if isinstance(e.code, str) else e.code
     return subprocess.CompletedProcess(["python", "-m", "explorer.export", *args], code or 0,
                                        out.getvalue(), err.getvalue())
 

@@ -321,13 +321,14 @@ def ask_answer_made(pr: PartRun, lang: str) -> Question:
     s = _sentence(pr)
     if res is None:  # one sentence, or two of different token counts: what it predicts instead
         toks = pr.run.tokens[s]
-        ids = [int(i) for i in pr.run.top_ids[s, len(toks) - 1, :4]]
+        top_ids, top_probs = pr.run.next_top(s, len(toks) - 1)  # a run read out at the last token has it
+        ids = [int(i) for i in top_ids[:4]]
         texts = {i: style.plain_text(style.visible(pr.run.top_text[i])) for i in ids}
         order = sorted(ids, key=lambda i: texts[i])
         text = style.plain_text("".join(toks), 60)
         return Question("choice", i18n.t("lesson.12.ask_one", lang, text=text), [texts[i] for i in order],
                         order.index(ids[0]), i18n.t("lesson.12.why_one", lang, tok=texts[ids[0]],
-                                                    p=f"{float(pr.run.top_probs[s, len(toks) - 1, 0]):.3f}"))
+                                                    p=f"{float(top_probs[0]):.3f}"))
     grid = np.asarray(res.logp, dtype=np.float64)  # (layers, positions)
     n_layers, last = grid.shape[0], grid.shape[1] - 1
     changed = next((i for i, (a, b) in enumerate(zip(res.clean_tokens, res.corrupted_tokens)) if a != b), last)
@@ -807,11 +808,11 @@ def run_part(part: Part, m, texts: Sequence[str]) -> PartRun:
 
         lr = ml.long_run(m, texts[0])
         return PartRun(part, None, m.info, long=lr, summaries=ml.summaries(lr))
-    run = run_data(m, texts)
+    run = run_data(m, texts, next_tokens="last")  # as the page runs it (explorer/lessons/page.py)
     if "trace" in uses(part):
         run = run.with_trace(trace_data(m, texts[min(part.sentence, len(texts) - 1)]))
     run = attach_analyses(part, run, lambda s: lens_data(m, run, s), lambda: induction_scores(m))
-    edited = run_data(m, texts, with_weights=False, edits=part.edits) if part.edits else None
+    edited = run_data(m, texts, with_weights=False, edits=part.edits, next_tokens="last") if part.edits else None
     pr = PartRun(part, run, m.info, edited)
     if "effects" in uses(part):
         from model.analysis import ablation

@@ -155,7 +155,9 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
     texts, _ = inputs.limit_tokens(texts, m.tokenizer, inputs.MAX_TOKENS)
     n_tokens = [len(e.ids) for e in m.tokenizer.encode(texts)]
     with st.spinner(t("running")):
-        run = state.run(part.model, texts, n_tokens, m.info)
+        # a decoder-only model's vocabulary read out after each sentence's last token only, as the
+        # explorer's page does (no lesson asks for another position's next tokens)
+        run = state.run(part.model, texts, n_tokens, m.info, next_tokens="last")
         if "trace" in catalog.uses(part):
             run = run.with_trace(state.trace(part.model, texts[min(part.sentence, len(texts) - 1)]))
         try:
@@ -164,7 +166,7 @@ def part_run(part: catalog.Part, texts: list[str]) -> PartRun | None:
         except quota.Refused as e:  # this page's lens quota (hosted): the part waits, the page says until when
             st.warning(e.message(lang()), icon="⏳")
             return None
-        edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits) if part.edits else None
+        edited = state.run(part.model, texts, n_tokens, m.info, edits=part.edits, next_tokens="last") if part.edits else None
     pr = PartRun(part, run, m.info, edited)
     if "patches" in catalog.uses(part) and len(texts) >= catalog.PATCHED_SENTENCES:
         patch_part(pr, texts, m)

@@ -54,8 +54,8 @@ def test_there_are_eight_checkpoints_or_more_from_the_start_to_the_shipped_weigh
     sources = record["sources"]
     assert list(sources) == [str(s) for s in steps] and set(sources.values()) <= set(C.SOURCES)
     assert [s for s in steps if sources[str(s)] == "shipped"] == [s for s in steps if "shipped" in record["stored"][str(s)]]
-    if set(sources.values()) <= {"run", "shipped"}:  # one run throughout: its every step's loss is kept
-        assert len(record["train_loss"]) == steps[-1]
+    if len(set(sources.values()) - {"shipped"}) == 1:  # one run throughout: its every step's loss is kept
+        assert len(record["train_loss"]) == steps[-1] and all(x is not None for x in record["train_loss"])
 
 
 def test_each_checkpoint_reproduces_its_recorded_loss_and_no_other_does(record, loaded):
@@ -99,14 +99,14 @@ def test_the_reversing_head_forms_from_near_uniform_to_the_anti_diagonal(record,
     last = C.cross_attention_summary(loaded[steps[-1]], inputs)[head]
     for s, got in ((steps[0], first), (steps[-1], last)):  # the record is what the weights do
         assert got == pytest.approx(record["heads"][str(s)][head], abs=1e-4)
-    # near-uniform at step 0 (measured: its rows' entropy 0.987 of a uniform row's, its weight on the
-    # anti-diagonal 0.040, what a uniform row would give: the mean of 1/(L+1) over the outputs' positions)
+    # near-uniform at step 0 (measured: its rows' entropy 0.986 of a uniform row's, its weight on the
+    # anti-diagonal 0.043, what a uniform row would give: the mean of 1/(L+1) over the outputs' positions)
     lengths = [len(x) for x in inputs if len(x) >= 2]
     uniform = sum(L / (L + 1) for L in lengths) / sum(lengths)
     assert first["entropy"] > 0.95 and abs(first["anti_diagonal"] - uniform) < 0.25 * uniform
-    # on the anti-diagonal at the end (measured: 0.732 of its weight, entropy 0.219 of uniform) ...
+    # on the anti-diagonal at the end (measured: 0.703 of its weight, entropy 0.233 of uniform) ...
     assert last["anti_diagonal"] > 0.65 > 15 * uniform and last["entropy"] < 0.3
-    # ... and growing there at every checkpoint between (measured 0.040, 0.060, 0.103, 0.224, 0.314, 0.367, 0.723, 0.732)
+    # ... and growing there at every checkpoint between (measured 0.043, 0.061, 0.104, 0.224, 0.316, 0.371, 0.571, 0.694, 0.703)
     diag = [record["heads"][str(s)][head]["anti_diagonal"] for s in steps]
     assert diag == sorted(diag)
 
@@ -145,7 +145,7 @@ def test_the_loss_curve_marks_the_step_in_the_pages_language(record, lang):
     xs, ys = training.smoothed(whole["train_loss"])
     assert list(curve.x) == list(xs) and xs[-1] == steps[-1] and len(xs) == training.CURVE_POINTS
     assert ys[0] == pytest.approx(5.0 - (xs[0] - 1) / 2 / steps[-1])  # a span's mean, drawn at its last step
-    # ... and as shipped (the replayed part kept no training loss): the recorded losses alone
+    # ... and without it (a record whose run kept no training loss): the recorded losses alone
     fig = training.loss_curve(record, steps[2], title=i18n.t("train.title", lang), labels=L)
     evals, diag, ring_loss, ring_diag = fig.data if not record["train_loss"] else fig.data[1:]
     assert evals.name == L["eval_loss"]

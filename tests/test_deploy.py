@@ -1,6 +1,6 @@
 """The shipped deployments (deploy/compose.yaml, deploy/nginx.conf, deploy/k8s/, the Dockerfile)
-apply what the README says: the access code required and passed on, one Secret name and key,
-uploads and request bodies refused at the balancer, the client's address set by the balancer,
+apply what the host's guide (docs/host.md, docs/host.ko.md) says: the access code required and
+passed on, one Secret name and key, uploads and request bodies refused at the balancer, the client's address set by the balancer,
 memory limits at or above the measured peaks, hardened containers and pods, a versioned image,
 and the replicas' shared Redis (deploy/k8s/redis/, compose's `redis`): wired by its Service's
 name and one Secret, reachable from the app only, its shipped command run against a real
@@ -166,7 +166,11 @@ def secret_refs(app: dict) -> dict[str, tuple[str, str, bool]]:
             for e in app["env"] if "secretKeyRef" in e.get("valueFrom", {})}
 
 
-def test_kubernetes_requires_the_access_code_from_the_secret_the_readme_creates():
+GUIDES = (ROOT / "docs" / "host.md", ROOT / "docs" / "host.ko.md")  # the host's guide, English and Korean
+
+
+@pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.name)
+def test_kubernetes_requires_the_access_code_from_the_secret_the_guide_creates(guide):
     _, app = deployment()
     refs = secret_refs(app)
     env = {e["name"]: e.get("value") for e in app["env"]}
@@ -174,19 +178,22 @@ def test_kubernetes_requires_the_access_code_from_the_secret_the_readme_creates(
     access_name, access_key, optional = refs[ACCESS]
     assert not optional, "an optional access code lets a pod start open when the Secret is missing"
     assert env[REQUIRE] == "1"
-    # the README creates every Secret the Deployment reads, under the same name and key
-    readme = (ROOT / "README.md").read_text()
+    # the host's guide creates every Secret the Deployment reads, under the same name and key
+    text = guide.read_text(encoding="utf-8")
     created = set()
-    for m in re.finditer(r"kubectl create secret generic (\S+)((?: [^\n]*?)?)(?:\n|$)", readme):
+    for m in re.finditer(r"kubectl create secret generic (\S+)((?: [^\n]*?)?)(?:\n|$)", text):
         created |= {(m.group(1), k) for k in re.findall(r"--from-literal=([A-Za-z0-9_.-]+)=", m.group(2))}
     refs |= {f"redis {var}": ref for var, ref in secret_refs(deployment(REDIS)[1]).items()}
     for var, (name, key, _) in refs.items():
-        assert (name, key) in created, f"{var}: the Deployment reads Secret {name!r} key {key!r}; the README creates {sorted(created)}"
-    # and the README's own snippet of that env entry does not make it optional
-    for block in re.findall(r"```ya?ml\n(.*?)```", readme, flags=re.S):
+        assert (name, key) in created, f"{var}: the Deployment reads Secret {name!r} key {key!r}; {guide.name} creates {sorted(created)}"
+    # and the guide's own snippet of that env entry does not make it optional (and is there)
+    shown = False
+    for block in re.findall(r"```ya?ml\n(.*?)```", text, flags=re.S):
         if ACCESS in block:
-            assert not re.search(r"optional:\s*true", block), "the README shows the access code as optional"
+            assert not re.search(r"optional:\s*true", block), f"{guide.name} shows the access code as optional"
             assert f"name: {access_name}" in block and f"key: {access_key}" in block
+            shown = True
+    assert shown, f"{guide.name} does not show the Deployment's access-code env entry"
 
 
 # --- the balancer: uploads, bodies, the client's address -----------------------------------------

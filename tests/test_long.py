@@ -275,7 +275,7 @@ def test_the_long_view_on_the_page_in_korean_with_a_cut(monkeypatch):
 def test_gemma3_at_640_tokens_the_band_on_local_layers_every_key_on_global():
     torch.set_num_threads(1)
     m = model.load("gemma3")
-    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent / "docs" / "host.md").read_text(encoding="utf-8")  # a long English text
     lr = ml.long_run(m, text, 640)
     assert lr.T == 640 and lr.window == 512 and 0 in lr.window_layers and 5 not in lr.window_layers
     # the model's own patterns of a local and a global layer, from the same forward pass (no readout)

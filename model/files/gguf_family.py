@@ -47,7 +47,7 @@ from model.files.checks import MAX_VOCAB, check_layers
 from model.files.float_cache import check_stop, converted_path
 from model.files.hf import check_tensor_shapes
 from model.files.tokenizer import TextTokenizer
-from model.runtime import memory
+from model.runtime import malloc, memory
 from model.runtime.errors import WeightsError
 
 CONVERTED_FORMAT = "attention-explorer-gguf-family"
@@ -258,7 +258,9 @@ def _load_state(m: Transformer, state: dict[str, torch.Tensor], source: str, arc
         raise WeightsError(f"{source} does not match the {arch} architecture: {e}") from None
     given.clear()
     del state, given
-    return m.lay_out_weights().requires_grad_(False).eval()
+    m = m.lay_out_weights().requires_grad_(False).eval()
+    malloc.trim()  # the old layouts' blocks, freed, back to the kernel (not kept for a run to reuse)
+    return m
 
 
 def _read_gguf(path: Path, name: str | None, description: str):

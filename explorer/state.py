@@ -522,7 +522,48 @@ def lens(name: str, texts: list[str], run: RunData, sentence: int) -> LensData:
     """The logit lens of one sentence of the run (cached by model, sentences and sentence). Computing
     one (not a cache hit) is within the page's quota where quotas apply: ``quota.Refused`` says when to
     try again (explorer/quota.py)."""
-    return _lens(name, weights_stamp(name), tuple(texts), int(sentence), run)
+    key = (name, weights_stamp(name), tuple(texts), int(sentence))
+    made = _lens(*key, run)
+    with _LENS_MADE_LOCK:
+        _LENS_MADE[key] = time.monotonic()
+        while len(_LENS_MADE) > 4 * ANALYSIS_CACHE_ENTRIES:
+            _LENS_MADE.popitem(last=False)
+    return made
+
+
+def lens_ready(name: str, texts: list[str], sentence: int) -> bool:
+    """Whether this sentence's lens was made lately in this process (then drawn without a click; an
+    entry the cache dropped since is made again, as any cache miss)."""
+    with _LENS_MADE_LOCK:
+        at = _LENS_MADE.get((name, weights_stamp(name), tuple(texts), int(sentence)))
+    return at is not None and time.monotonic() - at < RUN_CACHE_TTL
+
+
+_LENS_MADE: OrderedDict = OrderedDict()  # lens keys -> when made (lens_ready)
+_LENS_MADE_LOCK = threading.Lock()
+
+# --- analyses behind a click ----------------------------------------------------------------------
+# An analysis whose multiply-adds pass AUTO_WORK waits for a click instead of running as its page
+# opens (its button says what it runs): the logit lens (every layer through the output matrix) and
+# every head ablated (attention_vs_effect). On Gemma 3 (262,144 entries, 18 layers) a 10-token
+# sentence's lens is 3.2e10 multiply-adds and took 3.9 CPU-s here, its 72 ablations 1.9e11 and
+# 5.2 CPU-s: a learner opening "Beyond one head" cost a replica 9 CPU-s, and 30 learners on two
+# replicas missed every workshop floor (bench/results/workshop-gemma3-30x2-*.json). The seed's lens
+# and ablations are below 1e9. A hosted server's budget is smaller: a class shares its cores.
+AUTO_WORK = float(os.environ.get("ATTENTION_EXPLORER_AUTO_WORK") or (2e9 if HOSTED else 2e10))
+
+
+def lens_work(info, n_tokens: int) -> float:
+    """Multiply-adds of one sentence's logit lens: every layer's stream (and the embeddings') through
+    the output matrix at every position."""
+    return float(info.n_layers + 1) * n_tokens * info.vocab_size * info.d_model
+
+
+def effects_work(name: str, n_rows: int, n_tokens: int) -> float:
+    """Multiply-adds of ``n_rows`` ablated runs of ``n_tokens`` tokens, bounded above by every
+    parameter used once per token and row."""
+    m, _ = load_model(name)
+    return float(n_rows) * n_tokens * sum(p.numel() for p in m.parameters())
 
 
 @st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=RUN_CACHE_TTL, show_spinner=False)

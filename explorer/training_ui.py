@@ -25,6 +25,7 @@ KEY = "train_step"
 SOURCE_WORDS = {"run": "train.source.run", "replay": "train.source.replay", "first_stage": "train.source.first_stage",
                 "shipped": "train.source.shipped"}  # seed_checkpoints.SOURCES -> its words
 URL = "train_step"
+SHIPPED = "shipped"  # the slider's place for the shipped weights, when the run's last step is not that file
 kept(KEY)
 
 
@@ -62,30 +63,35 @@ def sidebar(name: str, messages: list) -> str:
         else:
             messages.append(("bad_param", dict(name=URL, value=inputs.shown(pending),
                                                why=t("why_choice", choices=", ".join(map(str, steps))))))
-    if st.session_state.get(KEY) not in steps:
-        st.session_state[KEY] = steps[-1]
+    # the slider's last place is the shipped weights: the run's last step when it is that file, else a
+    # place of its own after it (a run replayed elsewhere ends near the shipped weights, not on them)
+    options = list(steps) if state.checkpoint_key(name, steps[-1]) == name else [*steps, SHIPPED]
+    if st.session_state.get(KEY) not in options:
+        st.session_state[KEY] = options[-1]
     record = state.training_record(name)
     lg = lang()
     sb = st.sidebar
-    sb.select_slider(t("train.step"), steps, key=KEY,
+    sb.select_slider(t("train.step"), options, key=KEY,
+                     format_func=lambda v: t("train.shipped") if v == SHIPPED else str(v),
                      help=t("train.help", total=steps[-1], n=len(steps),
                             second=", ".join(map(str, record["stages"][1:])) or "—"))
-    step = int(st.session_state[KEY])
-    if step == steps[-1]:
+    value = st.session_state[KEY]
+    step = None if value == SHIPPED else int(value)
+    if value == options[-1]:
         if URL in st.query_params:
             del st.query_params[URL]
     else:
         sync_url({URL: step})
         st.session_state["_train_shown"] = True
-    if st.session_state.get("_train_shown"):  # until the slider first leaves the last step, the page is as
+    if st.session_state.get("_train_shown"):  # until the slider first leaves the last place, the page is as
         try:                                   # it always was: one slider more, no figure
             fig = training.loss_curve(record, step, title=t("train.title"), labels=i18n.fig_labels(lg), height=330)
             sb.plotly_chart(fig, width="stretch", key="train-curve",
                             config={"displaylogo": False, "displayModeBar": False})
-            sb.caption(_words(record, step, lg))
+            sb.caption(_words(record, step, lg) if step is not None else t("train.shipped_words", last=steps[-1]))
             layer, h = training.reversing_head(record)[1:].split("H")
             sb.button(t("train.show_head", layer=layer, head=h), key="train_show_head", on_click=_show_head,
                       args=(int(layer), int(h)))
         except Exception:  # the curve is an aside: never a reason for the page to fail
             log.exception("the training curve failed")
-    return state.checkpoint_key(name, step)
+    return name if step is None else state.checkpoint_key(name, step)

@@ -531,3 +531,38 @@ def test_the_noisy_bench_tells_refusals_from_failures():
     assert not noisy.targets(res)["noisy.work"]["ok"]  # patching was never refused
     res["noisy"]["work"]["patching"]["rate"] = 1
     assert noisy.targets(res)["noisy.work"]["ok"]
+
+
+@pytest.mark.timeout(600)
+def test_a_costly_lens_and_ablation_wait_for_a_click(monkeypatch):
+    """Past ``state.AUTO_WORK`` multiply-adds, the logit lens and every head's ablation run on a click,
+    not as the page opens (Gemma 3's lens and ablations of a 10-token sentence: 3.2e10 and 1.9e11, over
+    the laptop budget 2e10); below it (the seed's: under 1e9) they are drawn at once. A click makes them
+    once; a new sentence asks again; one made already is drawn with no click."""
+    from explorer import state
+
+    tag = uuid.uuid4().hex[:6]
+    first, second = f"the cat sat {tag}", f"a dog ran {tag}"
+    at = app(view="beyond", text=first, block="decoder.cross_attn")  # a block attention_vs_effect reads
+    assert not at.exception
+    assert not [b for b in at.button if b.key in ("lens_go", "effects_go")]
+    assert state.lens_ready("seed", [first], 0) and state.lens_work(state.load_model("seed")[0].info, 12) < 1e9
+
+    monkeypatch.setattr(state, "AUTO_WORK", 1.0)  # every analysis costly
+    at.sidebar.text_area(key="text").set_value(second).run()
+    assert not at.exception
+    go_lens = [b for b in at.button if b.key == "lens_go"]
+    go_effects = [b for b in at.button if b.key == "effects_go"]
+    assert len(go_lens) == 1 and len(go_effects) == 1
+    layers = state.load_model("seed")[0].info.n_layers
+    assert f"{layers} layers" in go_lens[0].label and "11,271 entries" in go_lens[0].label, go_lens[0].label
+    assert not state.lens_ready("seed", [second], 0)  # nothing computed before the click
+    assert not state.effects_ready("seed", second, "decoder.cross_attn")
+    go_lens[0].click().run()
+    assert not at.exception and state.lens_ready("seed", [second], 0)
+    assert not [b for b in at.button if b.key == "lens_go"]  # gone once clicked
+    [b for b in at.button if b.key == "effects_go"][0].click().run()
+    assert not at.exception and state.effects_ready("seed", second, "decoder.cross_attn")
+    assert not [b for b in at.button if b.key in ("lens_go", "effects_go")]
+    at.sidebar.text_area(key="text").set_value(first).run()  # made before: drawn with no click
+    assert not [b for b in at.button if b.key == "lens_go"]

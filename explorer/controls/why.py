@@ -11,8 +11,6 @@ from explorer.controls.base import Page, register
 from explorer.controls.cell import cell_controls
 from explorer.ui import t
 
-# at most this many ablated rows run without a click (the seed's blocks: 8; Gemma 3's: 72)
-AUTO_ROWS = 80
 
 
 def why_cell_controls(page: Page) -> dict:
@@ -38,9 +36,13 @@ def effects_controls(page: Page) -> dict:
     text = page.texts[page.sel.sentence]
     ident = (page.sel.model, text, page.sel.block)
     cached = state.effects_ready(page.sel.model, text, page.sel.block)
-    if not cached and n > AUTO_ROWS and st.session_state.get("_effects_want") != ident:
-        if st.button(t("effect.run", n=n), key="effects_go", type="primary"):
+    n_tokens = len(page.run.tokens[page.sel.sentence])
+    if not cached and state.effects_work(page.sel.model, n, n_tokens) > state.AUTO_WORK \
+            and st.session_state.get("_effects_want") != ident:  # costly: on a click (state.AUTO_WORK)
+        slot = st.empty()  # the button goes once clicked
+        if slot.button(t("effect.run", n=n), key="effects_go", type="primary"):
             st.session_state["_effects_want"] = ident
+            slot.empty()
         else:
             return {}
     box = st.empty()

@@ -34,11 +34,12 @@ def smoothed(losses, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray
     return edges[1:].astype(np.float64), means
 
 
-def loss_curve(record: dict, step: int, *, head: str | None = None, title: str = "",
+def loss_curve(record: dict, step: int | None, *, head: str | None = None, title: str = "",
                labels: dict | None = None, height: int = 300) -> go.Figure:
     """The training loss along the run (means over spans of steps, where the record has it), each checkpoint's recorded
     loss on the evaluation inputs, and the reversing head's weight on the anti-diagonal at each
-    checkpoint (right axis, 0..1); the checkpoint ``step`` marked, the second stage's start dotted."""
+    checkpoint (right axis, 0..1); the checkpoint ``step`` marked (None: no step of this run, e.g. the
+    shipped weights when the run replayed here does not end on them), the second stage's start dotted."""
     L = _lab(labels)
     steps = [int(s) for s in record["steps"]]
     head = head or reversing_head(record)
@@ -67,7 +68,7 @@ def loss_curve(record: dict, step: int, *, head: str | None = None, title: str =
         traces += [style.trace("scatter", x=[step], y=[y], yaxis=axis, mode="markers", showlegend=False,
                                hoverinfo="skip", marker=ring) for y, axis in ((ev[i], "y"), (diag[i], "y2"))]
     shapes = [dict(type="line", xref="x", yref="paper", x0=step, x1=step, y0=0, y1=1,
-                   line=dict(color="#000000", width=1.5))]
+                   line=dict(color="#000000", width=1.5))] if step is not None else []
     stages = [int(s) for s in record.get("stages", [])[1:]]
     shapes += [dict(type="line", xref="x", yref="paper", x0=s, x1=s, y0=0, y1=1,
                     line=dict(color="#6b6b6b", width=1, dash="dot")) for s in stages]

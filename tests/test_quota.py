@@ -535,7 +535,8 @@ def test_the_noisy_bench_tells_refusals_from_failures():
 
 @pytest.mark.timeout(600)
 def test_a_costly_lens_and_ablation_wait_for_a_click(monkeypatch):
-    """Past ``state.AUTO_WORK`` multiply-adds, the logit lens and every head's ablation run on a click,
+    """Past ``state.AUTO_WORK`` multiply-adds, the logit lens, every head's ablation and the Decoding
+    view's token-by-token writing run on a click,
     not as the page opens (Gemma 3's lens and ablations of a 10-token sentence: 3.2e10 and 1.9e11, over
     the laptop budget 2e10); below it (the seed's: under 1e9) they are drawn at once. A click makes them
     once; a new sentence asks again; one made already is drawn with no click."""
@@ -566,3 +567,11 @@ def test_a_costly_lens_and_ablation_wait_for_a_click(monkeypatch):
     assert not [b for b in at.button if b.key in ("lens_go", "effects_go")]
     at.sidebar.text_area(key="text").set_value(first).run()  # made before: drawn with no click
     assert not [b for b in at.button if b.key == "lens_go"]
+    # the Decoding view: writing tokens one at a time, on a click when costly
+    at = app(view="decoding", text=second)
+    (go_trace,) = [b for b in at.button if b.key == "trace_go"]
+    n_new = len(state.load_model("seed")[0].tokenizer.encode([second])[0].ids) + 8  # the seed: its length + 8
+    assert f"{n_new} tokens" in go_trace.label and not state.trace_ready("seed", second)
+    go_trace.click().run()
+    assert not at.exception and state.trace_ready("seed", second)
+    assert not [b for b in at.button if b.key == "trace_go"]

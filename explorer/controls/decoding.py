@@ -51,6 +51,19 @@ def decoding_trace(page: Page) -> dict:
     """Attach the selected sentence's cached trace to the page's run; the step from the URL or the
     widget, clipped to the steps there are."""
     sampling = sampling_controls()
+    text = page.texts[page.sel.sentence]
+    ident = (page.sel.model, text, tuple(sampling.values()))
+    from explorer.views.trace import max_new_tokens_for
+
+    n_steps = max_new_tokens_for(page.info) or len(page.run.tokens[page.sel.sentence]) + 8
+    if (state.decoding_work(page.sel.model, n_steps) > state.AUTO_WORK
+            and st.session_state.get("_trace_want") != ident and not state.trace_ready(page.sel.model, text, **sampling)):
+        slot = st.empty()  # costly (state.AUTO_WORK): on a click; the button goes once clicked
+        if slot.button(t("decoding.run", n=n_steps), key="trace_go", type="primary"):
+            st.session_state["_trace_want"] = ident
+            slot.empty()
+        else:
+            return {}
     try:
         with busy(("trace", page.sel.model, page.texts[page.sel.sentence], tuple(sampling.values()))):
             tr = state.trace(page.sel.model, page.texts[page.sel.sentence], **sampling)

@@ -68,9 +68,9 @@ def fetch_hint(name: str) -> str:
     return "check the path, or use one of: " + ", ".join(model.available())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m explorer.export") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m explorer.export",
+        prog=prog,
         description="Export every stage of attention as slide-ready figures (PNG, SVG, PDF) and "
                     "matrices (CSV), with the same figure code as the app.",
         epilog='example: python -m explorer.export --model seed --text "hello world" '
@@ -221,8 +221,9 @@ ATTACH = {"trace": _attach_trace, "lens": _attach_lens, "induction": _attach_ind
           "patches": _attach_patches, "effects": _attach_effects}
 assert set(ATTACH) == set(views.ATTACHMENTS)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "python -m explorer.export") -> int:
+    """The exporter; ``prog``: the command's name in its messages (``attention-explorer export``)."""
+    parser = build_parser(prog)
     a = parser.parse_args(argv)
     if a.lesson is not None:
         return lesson_main(parser, a)

@@ -10,7 +10,7 @@ the same text, at 1,024, 2,048 and 4,096 tokens on Gemma 3 and SmolLM2 (``--long
 Figures and floors (issue 34 items 2, 3):
   time ratio     long / bare, each the median of ``repeats`` alternating runs in this process    <= 2
   memory ratio   peak RSS of a process that loads the model and runs ``long`` once / of one that runs
-                 ``bare`` once (ru_maxrss, each a fresh child process: malloc keeps its high-water mark)
+                 ``bare`` once (VmHWM, each a fresh child process: malloc keeps its high-water mark)
                  <= 1.5; the increments above the loaded model are printed beside it
   payload        JSON bytes of the whole-pattern figure                                          <= 3 MB
 The summaries (every layer and head, blocks of queries) are timed on their own, beside.
@@ -110,8 +110,19 @@ def child(name: str, tokens: int, phase: str) -> dict:
     else:
         drawn(m, text, tokens)
     seconds = time.perf_counter() - t
-    return {"loaded_rss": loaded, "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "seconds": seconds}
+    return {"loaded_rss": loaded, "peak_rss": peak_rss(), "seconds": seconds}
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes: VmHWM, the high-water mark of its own address space.
+    Not ru_maxrss: Linux carries the parent's high-water mark over fork and exec into the child's
+    ru_maxrss, so a child of this bench (holding a model and a long run) reported the parent's size
+    (both children of one row the same number, ratio 1.00)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # not Linux
 
 
 def _in_child(name: str, tokens: int, phase: str) -> dict:

@@ -167,9 +167,11 @@ def ensure_venv(venv: Path, only: set[str] | None = None) -> Path:
 
 # --- inside a fresh process ----------------------------------------------------------------------
 def _maxrss_mb() -> float:
-    import resource
+    """This process's peak resident memory, MB: VmHWM (its own address space's high-water mark); not
+    ru_maxrss, which Linux carries over fork and exec from the parent (bench/long.py: peak_rss)."""
+    from bench.long import peak_rss
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kB
+    return peak_rss() / 2**20
 
 
 def target(name: str, checkpoints: str | Path = CHECKPOINTS) -> str:

@@ -72,7 +72,7 @@ def sidebar(name: str, messages: list) -> str:
     lg = lang()
     sb = st.sidebar
     sb.select_slider(t("train.step"), options, key=KEY,
-                     format_func=lambda v: t("train.shipped") if v == SHIPPED else str(v),
+                     format_func=lambda v, lg=lg: i18n.t("train.shipped", lg) if v == SHIPPED else str(v),
                      help=t("train.help", total=steps[-1], n=len(steps),
                             second=", ".join(map(str, record["stages"][1:])) or "—"))
     value = st.session_state[KEY]

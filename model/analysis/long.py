@@ -153,14 +153,23 @@ def long_run(m, text: str, max_tokens: int = MAX_LONG_TOKENS) -> LongRun:
     nh = stack.blocks[0].self_attn.n_heads
     group = nh // kv
     check_memory(m.info, len(rules), nh, kv, ids.shape[1])
-    q_store: dict[int, torch.Tensor] = {}
-    k_store: dict[int, torch.Tensor] = {}
+    # q and k of every layer, made before the forward pass and filled by its hooks. Copies made inside
+    # it (clone) were carved out of the layer before's freed (nh, T, T) scores, so the next layer's
+    # scores no longer fitted there and took new memory: with the app's malloc settings
+    # (model/runtime/malloc.py: big blocks kept in the heap) SmolLM2 at 4,096 tokens peaked at 6.3 and
+    # 17 GB instead of 2.5 (bench/results/long-20261128.txt).
+    T, hs = ids.shape[1], stack.blocks[0].self_attn.d_head
+    q_store = {i: torch.empty((nh, T, hs)) for i in range(len(stack.blocks))}
+    k_store = {i: torch.empty((kv, T, hs)) for i in range(len(stack.blocks))}
 
     def keep(store, every):
         def save(x: torch.Tensor, hook: str) -> None:
             layer = int(hook.split(".")[2])
-            store[layer] = x[0, ::every].clone() if every > 1 else x[0].clone()  # (n, T, hs)
+            store[layer].copy_(x[0, ::every] if every > 1 else x[0])  # (n, T, hs)
+            filled.add((id(store), layer))
         return save
+
+    filled: set = set()
 
     fns = {}
     for i in range(len(stack.blocks)):
@@ -172,6 +181,8 @@ def long_run(m, text: str, max_tokens: int = MAX_LONG_TOKENS) -> LongRun:
         else:
             m.encode(ids, real)
     n = len(stack.blocks)
+    if len(filled) != 2 * n:  # every layer's q and k came through its hooks, or the run is not what it says
+        raise RuntimeError(f"the long run saw q and k of {len(filled)} of {2 * n} layer hooks")
     return LongRun(name=m.info.name, text=text, stack=name, tokens=m.tokens_text(encs[0].ids), ids=list(encs[0].ids),
                    q=[q_store[i] for i in range(n)], k=[k_store[i] for i in range(n)], rules=rules,
                    n_given=n_given, limit=limit, window=int(stack.f.window or 0),

@@ -186,7 +186,7 @@ def show(model="seed", text=None, stage: str = "softmax", *, layer: int = 0, hea
             model's first).
         sentence: which sentence of the batch (from 0).
         query, key: the cell of the one-cell stage ("cell").
-        lang: "en" or "ko": the words, and the figure's labels.
+        lang: the language of the words and of the figure's labels, "en" or "ko".
         theme: None (the page's look) or an export theme ("presentation", "print", ...), applied
             to a copy of the figure.
         edits: what-if edits (``model.edits``), e.g. "no_causal,temperature=2": needed by the

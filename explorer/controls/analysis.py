@@ -10,7 +10,7 @@ import logging
 import streamlit as st
 
 from explorer import failures, i18n, quota, state
-from explorer.controls.base import Page, register
+from explorer.controls.base import Page, asked_for, register
 from explorer.session import keep, kept
 from explorer.ui import busy, lang, sync_url, t
 
@@ -20,17 +20,11 @@ kept("role")
 
 def lens_controls(page: Page) -> dict:
     s = page.sel.sentence
-    ident = (page.sel.model, tuple(page.texts), s)
     n_tokens = len(page.run.tokens[s])
-    if (state.lens_work(page.info, n_tokens) > state.AUTO_WORK and st.session_state.get("_lens_want") != ident
-            and not state.lens_ready(page.sel.model, page.texts, s)):  # costly: on a click (state.AUTO_WORK)
-        slot = st.empty()  # the button goes once clicked
-        if slot.button(t("lens.run", layers=page.info.n_layers, tokens=n_tokens, vocab=f"{page.info.vocab_size:,}"),
-                       key="lens_go", type="primary"):
-            st.session_state["_lens_want"] = ident
-            slot.empty()
-        else:
-            return {}
+    if not asked_for(state.lens_work(page.info, n_tokens), state.lens_ready(page.sel.model, page.texts, s),
+                     (page.sel.model, tuple(page.texts), s), key="lens_go",
+                     label=t("lens.run", layers=page.info.n_layers, tokens=n_tokens, vocab=f"{page.info.vocab_size:,}")):
+        return {}
     try:
         with busy(("lens", page.sel.model, tuple(page.texts), s), "lens.running"):
             made = state.lens(page.sel.model, page.texts, page.run, s)

@@ -78,6 +78,21 @@ class Page:
 CONTROLS: dict[str, tuple] = {}
 
 
+def asked_for(work: float, made: bool, ident: tuple, label: str, key: str) -> bool:
+    """Whether a costly analysis may run on this rerun: at once when its ``work`` (multiply-adds) is
+    within ``state.AUTO_WORK`` or it was ``made`` already; otherwise once this session pressed the
+    button ``key`` (``label``) for ``ident`` (what it is made of), which then goes from the page."""
+    flag = f"_{key}_for"
+    if work <= state.AUTO_WORK or made or st.session_state.get(flag) == ident:
+        return True
+    slot = st.empty()
+    if slot.button(label, key=key, type="primary"):
+        st.session_state[flag] = ident
+        slot.empty()
+        return True
+    return False
+
+
 def register(group: str, before=None, after=None) -> None:
     if group in CONTROLS:
         raise ValueError(f"controls {group!r} are registered twice")

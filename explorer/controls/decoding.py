@@ -12,10 +12,11 @@ import logging
 import streamlit as st
 
 from explorer import export_ui, failures, inputs, state
-from explorer.controls.base import Page, register
+from explorer.controls.base import Page, asked_for, register
 from explorer.session import keep, kept
 from explorer.ui import busy, sync_url, t
 from explorer.views import stages, style
+from explorer.views.trace import max_new_tokens_for
 
 log = logging.getLogger("attention_explorer")
 SAMPLING = ("dec_temperature", "dec_top_k", "dec_top_p", "dec_seed")  # the URL's `sample` (explorer/url.py)
@@ -52,18 +53,10 @@ def decoding_trace(page: Page) -> dict:
     widget, clipped to the steps there are."""
     sampling = sampling_controls()
     text = page.texts[page.sel.sentence]
-    ident = (page.sel.model, text, tuple(sampling.values()))
-    from explorer.views.trace import max_new_tokens_for
-
     n_steps = max_new_tokens_for(page.info) or len(page.run.tokens[page.sel.sentence]) + 8
-    if (state.decoding_work(page.sel.model, n_steps) > state.AUTO_WORK
-            and st.session_state.get("_trace_want") != ident and not state.trace_ready(page.sel.model, text, **sampling)):
-        slot = st.empty()  # costly (state.AUTO_WORK): on a click; the button goes once clicked
-        if slot.button(t("decoding.run", n=n_steps), key="trace_go", type="primary"):
-            st.session_state["_trace_want"] = ident
-            slot.empty()
-        else:
-            return {}
+    if not asked_for(state.decoding_work(page.sel.model, n_steps), state.trace_ready(page.sel.model, text, **sampling),
+                     (page.sel.model, text, tuple(sampling.values())), key="trace_go", label=t("decoding.run", n=n_steps)):
+        return {}
     try:
         with busy(("trace", page.sel.model, page.texts[page.sel.sentence], tuple(sampling.values()))):
             tr = state.trace(page.sel.model, page.texts[page.sel.sentence], **sampling)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import inputs, state
-from explorer.controls.base import Page, register
+from explorer.controls.base import Page, asked_for, register
 from explorer.controls.cell import cell_controls
 from explorer.ui import t
-
 
 
 def why_cell_controls(page: Page) -> dict:
@@ -34,17 +33,10 @@ def effects_controls(page: Page) -> dict:
         st.warning(t("effect.too_large", n=n, bound=bound), icon="⚠️")
         return {}
     text = page.texts[page.sel.sentence]
-    ident = (page.sel.model, text, page.sel.block)
     cached = state.effects_ready(page.sel.model, text, page.sel.block)
-    n_tokens = len(page.run.tokens[page.sel.sentence])
-    if not cached and state.effects_work(page.sel.model, n, n_tokens) > state.AUTO_WORK \
-            and st.session_state.get("_effects_want") != ident:  # costly: on a click (state.AUTO_WORK)
-        slot = st.empty()  # the button goes once clicked
-        if slot.button(t("effect.run", n=n), key="effects_go", type="primary"):
-            st.session_state["_effects_want"] = ident
-            slot.empty()
-        else:
-            return {}
+    work = state.effects_work(page.sel.model, n, len(page.run.tokens[page.sel.sentence]))
+    if not asked_for(work, cached, (page.sel.model, text, page.sel.block), key="effects_go", label=t("effect.run", n=n)):
+        return {}
     box = st.empty()
     bar = box.progress(0.0) if not cached else None
 

@@ -40,11 +40,14 @@ cache["decoder.blocks.1.cross_attn.hook_pattern"]             # (batch, head, qu
     if _defines(ROOT / "explorer" / "notebook.py", "show"):
         out.append("""## In a notebook: `explorer.show`
 
-The same figure the page draws, and its words, for a model, a text and a stage. The example
-notebooks are in `docs/notebooks/` (English and Korean).
+The same figure the page draws, and its words, for a model, a text and a stage.
 
 """)
         out.append(_block("explorer.notebook.show"))
+    notebooks = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
+    if notebooks:
+        out.append("\nExample notebooks, run end to end in the test suite: "
+                   + ", ".join(f"[`{p.name}`](notebooks/{p.name})" for p in notebooks) + ".\n\n")
     out.append("""
 ## Loading a model
 

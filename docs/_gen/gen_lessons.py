@@ -1,4 +1,4 @@
-"""The Lessons pages (lessons.md, lessons.ko.md), generated from the lessons' catalogue
+"""The Lessons pages (docs/lessons.md, lessons.ko.md: the marker <!-- gen:lessons-LANG -->), generated from the lessons' catalogue
 (explorer/lessons/catalog.py) and the words (explorer/words/*.toml): every lesson's number, title,
 text, the models and stages it draws and its predict-then-reveal question. A lesson on the shipped
 seed models is run on its default sentence, so its question is the one the page asks; a lesson on a
@@ -10,33 +10,6 @@ import re
 import string
 
 SHIPPED = ("seed", "seed-sort")
-INTRO = {
-    "en": """# Lessons
-
-The app's second page, **Lessons** (`/lessons?lesson=N`), is a path through the Transformer for
-someone arriving from the tutorials: each lesson has a short text, live figures on a sentence chosen
-to make its point (editable: the figures and the answer follow), and a predict-then-reveal question
-whose answer is computed from that run's tensors. This page is generated from the lessons' catalogue
-(`explorer/lessons/catalog.py`) when the site is built. The questions of the lessons on the shipped
-seed models are the page's own on the lesson's default sentence; on a fetched model, "…" stands for
-the numbers the run fills in.
-
-A lesson on a fetched model needs its weights first: `python -m model.fetch minilm smollm2 gemma3`.
-The [teacher's guide](teacher.md) says how to open, present and ask them in class.
-""",
-    "ko": """# 레슨
-
-앱의 두 번째 페이지 **레슨**(`/lessons?lesson=N`)은 튜토리얼을 읽고 온 사람을 위해 트랜스포머를 따라가는
-길입니다. 레슨마다 짧은 글, 요점을 보여 주도록 고른 문장에서 실시간으로 계산한 그림(문장을 고치면 그림과
-정답도 따라 바뀝니다), 그리고 예측한 다음 확인하는 질문이 있습니다. 정답은 그 실행의 텐서에서 계산합니다.
-이 페이지는 사이트를 만들 때 레슨 카탈로그(`explorer/lessons/catalog.py`)에서 자동으로 생성됩니다. 함께
-배포되는 seed 모델을 쓰는 레슨의 질문은 레슨의 기본 문장에서 페이지가 실제로 묻는 질문이고, 내려받는
-모델을 쓰는 레슨에서는 실행 결과로 채워지는 숫자 자리를 "…"로 표시했습니다.
-
-내려받는 모델을 쓰는 레슨은 먼저 가중치가 있어야 합니다: `python -m model.fetch minilm smollm2 gemma3`.
-수업에서 레슨을 열고, 발표하고, 청중에게 묻는 방법은 [교사용 안내서](teacher.md)에 있습니다.
-""",
-}
 LABELS = {
     "en": {"lesson": "Lesson", "models": "Models", "figures": "Figures", "after": "after the reveal",
            "question": "The question", "sentence": "Default sentences", "open": "Open it",
@@ -86,7 +59,7 @@ def generate() -> dict[str, str]:
     pages = {}
     for lang in ("en", "ko"):
         L = LABELS[lang]
-        out = [INTRO[lang]]
+        out = []
         for lesson in catalog.LESSONS:
             n = lesson.number
             title = i18n.t(lesson.title, lang)
@@ -113,5 +86,5 @@ def generate() -> dict[str, str]:
                 out.append("\n" + "\n".join(f"- {_md_text(c)}" for c in q.choices) + "\n")
             elif q is not None:
                 out.append(f"\n{L['number']}\n")
-        pages["lessons.md" if lang == "en" else "lessons.ko.md"] = "".join(out)
+        pages[f"lessons-{lang}"] = "".join(out)
     return pages

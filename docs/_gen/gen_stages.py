@@ -1,4 +1,4 @@
-"""The Stages pages (stages.md, stages.ko.md): every stage of the registry (explorer/views/stages.py)
+"""The Stages pages (docs/stages.md, stages.ko.md: the marker <!-- gen:stages-LANG -->): every stage of the registry (explorer/views/stages.py)
 with its title, the words and formula the page shows, the tensors it draws and its figure, for a
 named model. The seed Transformer (shipped) speaks for every stage it has; the few it has not
 (rotary, grouped-query, QK-norm, learned and relative positions) are shown on the tiny checkpoints of
@@ -8,7 +8,6 @@ page. The figures are the plotly figures the page draws, embedded as JSON and dr
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,33 +19,6 @@ EDITS = "no_causal"  # the what-if run
 FALLBACK = ("llama", "qwen3", "gemma3_text", "bert", "t5")
 FALLBACK_TEXTS = ("hello world", "the cat sat")
 
-INTRO = {
-    "en": """# Stages
-
-Every stage the page can show, in the order of the pipeline, generated from the stage registry
-(`explorer/views/stages.py`) when this site is built: its title, the words and formula the page shows
-beside it, the tensors it draws and its figure. Words and formulas are made from the model's
-description, so they are given **for a named model**: the shipped seed Transformer (the
-encoder–decoder of "Attention Is All You Need", trained to reverse its input) on the sentences
-{texts}, layer 0, head 1, unless a stage says otherwise. The stages the seed model does not have
-(rotary positions, grouped-query attention, QK-norm, learned and relative positions) are shown on a
-tiny checkpoint of the test fixtures (`tests/fixtures/families/`, random weights): their words are
-what any model of that family gets, their numbers mean nothing. Figures can be zoomed and hovered.
-In the app, open a stage with `?stage=<id>`.
-""",
-    "ko": """# 단계
-
-페이지가 보여 줄 수 있는 모든 단계를 파이프라인 순서대로 모았습니다. 이 사이트를 만들 때 단계 레지스트리
-(`explorer/views/stages.py`)에서 자동으로 생성합니다: 각 단계의 제목, 페이지가 그 옆에 보여 주는 설명과
-수식, 그리는 텐서, 그림. 설명과 수식은 모델의 설명(description)에서 만들어지므로 **특정 모델 기준**입니다:
-따로 적지 않았다면 함께 배포되는 seed 트랜스포머("Attention Is All You Need"의 인코더–디코더, 입력을
-뒤집도록 학습됨)에 문장 {texts}, 레이어 0, 헤드 1을 넣은 결과입니다. seed 모델에 없는 단계(회전 위치
-인코딩, 그룹 쿼리 어텐션, QK 정규화, 학습된 위치와 상대 위치)는 테스트용 작은 체크포인트
-(`tests/fixtures/families/`, 무작위 가중치)로 보여 줍니다: 설명은 그 계열의 모든 모델에 똑같이 나오지만
-숫자에는 의미가 없습니다. 그림은 확대하고 마우스를 올려 값을 볼 수 있습니다. 앱에서는 `?stage=<id>`로
-단계를 엽니다.
-""",
-}
 LABELS = {
     "en": {"model": "Model", "block": "block", "formula": "Formula", "shapes": "Tensors drawn", "note": "Note",
            "fixture": "the tiny `{name}` checkpoint of the test fixtures (random weights)",
@@ -171,6 +143,11 @@ def _options(sid: str, mm: _Model, block: str) -> dict:
     return opts
 
 
+def _text(s: str) -> str:
+    """Words as the page shows them: Markdown, but a token such as <s> is text, never a tag."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def figure_html(fig_id: str, fig) -> str:
     """A div and the figure's JSON beside it; docs/javascripts/figures.js draws it with plotly.js."""
     data = fig.to_json().replace("</", "<\\/")
@@ -179,6 +156,7 @@ def figure_html(fig_id: str, fig) -> str:
 
 
 def generate() -> dict[str, str]:
+    """{"stages-en": Markdown, "stages-ko": Markdown}: a section per stage, for docs/stages*.md's marker."""
     from explorer import i18n
     from explorer.views import stages
 
@@ -190,8 +168,7 @@ def generate() -> dict[str, str]:
         chosen[sid] = _pick(sid, loaded, more)
     for lang in ("en", "ko"):
         L = LABELS[lang]
-        texts = " / ".join(f"“{t}”" for t in TEXTS)
-        out = [INTRO[lang].format(texts=texts)]
+        out = []
         for sec, ids in stages.SECTIONS:
             out.append(f"\n## {i18n.t(f'section_{sec}', lang)}\n")
             for sid in ids:
@@ -209,14 +186,14 @@ def generate() -> dict[str, str]:
                 who = L["seed"] if mm.name == "seed" else L["fixture"].format(name=mm.name)
                 out.append(f"`?stage={sid}` · {L['model']}: {who} · {L['block']}: "
                            f"{i18n.t(f'blocks.{block}', lang)}\n")
-                out.append(f"\n{words['explain']}\n")
+                out.append(f"\n{_text(words['explain'])}\n")
                 if words["formula"]:
                     out.append(f"\n{L['formula']}:\n\n```latex\n{words['formula']}\n```\n")
                 if words["shape"]:
-                    out.append(f"\n{L['shapes']}: {words['shape']}\n")
+                    out.append(f"\n{L['shapes']}: {_text(words['shape'])}\n")
                 if words["note"]:
-                    out.append(f"\n{L['note']}: {words['note']}\n")
+                    out.append(f"\n{L['note']}: {_text(words['note'])}\n")
                 fig, _table = stages.stage_figure(sid, mm.run, mm.m.info, sel, lang=lang, **opts)
                 out.append("\n" + figure_html(f"fig-{sid}", fig))
-        pages["stages.md" if lang == "en" else "stages.ko.md"] = "".join(out)
+        pages[f"stages-{lang}"] = "".join(out)
     return pages

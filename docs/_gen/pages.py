@@ -1,18 +1,23 @@
-"""The gen-files script (mkdocs.yml): the pages made from the code when the site is built.
+"""The gen-files script (mkdocs.yml): the parts of the site made from the code when it is built.
 
-- stages.md, stages.ko.md: the stage registry, with each stage's words, formula and figure (gen_stages)
-- lessons.md, lessons.ko.md: the lessons' catalogue (gen_lessons)
-- models.md: the model registry and the families (gen_models)
-- api.md: mkdocstrings directives (gen_api)
+- in docs/stages.md and stages.ko.md: a section per stage of the registry, with its words, formula and
+  figure (gen_stages)
+- in docs/lessons.md and lessons.ko.md: every lesson of the catalogue and its question (gen_lessons)
+- in docs/models.md: the built-in models and the families (gen_models)
+- api.md, whole: mkdocstrings directives (gen_api)
 - javascripts/plotly.min.js: the installed plotly package's own plotly.js, for the stage figures
-- the benchmark tables, generated from bench/results/*.json, put in place of their markers in
-  benchmarks.md and in the host's guides (gen_bench)
+- the benchmark tables, from bench/results/*.json, in benchmarks.md and the host's guides (gen_bench)
 
-The i18n plugin builds the site once per language; the pages are made once per build (cached here
-for the staging folder of docs/_gen/staging.py) and written again for the next language.
+A hand-written page says where a generated part goes with a marker: ``<!-- gen:NAME -->`` (a
+generator's part), ``<!-- bench:NAME -->`` (a benchmark table), ``<!-- images:LANG -->`` (the
+screenshots in that language that exist); an unknown name fails the build.
+
+The i18n plugin builds the site once per language; the parts are made once (cached here for the
+staging folder of docs/_gen/staging.py) and written again for the next language.
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,10 +36,15 @@ import gen_stages  # noqa: E402
 _cache = sys.modules.setdefault("_attention_explorer_docs_cache", type(sys)("_attention_explorer_docs_cache"))
 
 
+def _part(parts: dict[str, str], name: str) -> str:
+    if name not in parts:
+        raise KeyError(f"no generated part {name!r}; there are {sorted(parts)}")
+    return parts[name]
+
+
 def images(text: str, docs_dir: Path) -> str:
     """``<!-- images:LANG -->``: the screenshots of the page in that language that exist in docs/images/
-    (made from the running app by scripts/screenshots.py: ``NAME-LANG.png``); none yet, nothing."""
-    import re
+    (made from the running app by scripts/screenshots.py, named ``NAME-LANG.png``); none yet, nothing."""
 
     def one(m):
         lang = m.group(1)
@@ -47,18 +57,20 @@ def images(text: str, docs_dir: Path) -> str:
 def make(docs_dir: Path) -> dict[str, str | bytes]:
     import plotly
 
-    pages: dict[str, str | bytes] = {}
+    parts: dict[str, str] = {}
     timings = {}
-    for name, gen in (("stages", gen_stages), ("lessons", gen_lessons), ("models", gen_models), ("api", gen_api)):
+    for name, gen in (("stages", gen_stages), ("lessons", gen_lessons), ("models", gen_models)):
         t = time.process_time()
-        pages.update(gen.generate())
+        parts.update(gen.generate())
         timings[name] = time.process_time() - t
+    pages: dict[str, str | bytes] = dict(gen_api.generate())
     tables = gen_bench.tables()
-    for page in sorted(docs_dir.rglob("*.md")):  # hand-written pages with markers: their tables, images
+    for page in sorted(docs_dir.rglob("*.md")):  # hand-written pages with markers
         text = page.read_text(encoding="utf-8")
-        if "<!-- bench:" in text or "<!-- images:" in text:
-            name = page.relative_to(docs_dir).as_posix()
-            pages[name] = images(gen_bench.fill(text, tables), docs_dir)
+        if re.search(r"<!-- (gen|bench|images):", text):
+            text = gen_bench.fill(text, tables)
+            text = re.sub(r"<!-- gen:([a-z0-9-]+) -->", lambda m: _part(parts, m.group(1)), text)
+            pages[page.relative_to(docs_dir).as_posix()] = images(text, docs_dir)
     pages["javascripts/plotly.min.js"] = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
     print("docs/_gen/pages.py: CPU s " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), file=sys.stderr)
     return pages

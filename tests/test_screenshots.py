@@ -1,0 +1,61 @@
+"""The docs' pictures of the page (docs/images/*.png, docs/screenshot.png, made by
+scripts/screenshots.py) show the page as the current code draws it: each is taken again here from the
+test process's server (tests/conftest.py) with the script's own code and compared with the committed
+file, pixel by pixel. A page that changed (another stage, other words, another layout) fails; then
+run ``python scripts/screenshots.py`` and commit the pictures (the new ones are left in
+tests/artifacts/screenshots/ to look at).
+
+    pytest -m e2e tests/test_screenshots.py
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts" / "screenshots"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+if not Path("/usr/bin/chromium").exists():
+    pytest.skip("/usr/bin/chromium not found (Debian: apt-get install chromium)", allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
+
+_spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+screenshots = sys.modules["screenshots"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(screenshots)
+
+# The share of pixels allowed to differ (by more than 32 of 255 in a channel: screenshots.difference).
+# Measured 2026-11-28: the script run twice on unchanged code (two servers, two browsers) gave the seven
+# pictures pixel for pixel identical (difference 0.0 at threshold 32 and at threshold 0), and so did
+# this test's server against the committed files. The bound leaves room for ~0.02 % (about 260 pixels
+# of a 1440x900 picture: less than one changed word, ~400-600 pixels, so a changed word still fails),
+# and the page on another stage differs in far more (asserted below).
+TOLERANCE = 0.0002
+
+
+def test_the_docs_pictures_are_the_current_page(shared_server):
+    wanted = screenshots.shots()
+    made = {p.name for p in (ROOT / "docs" / "images").glob("*.png")}
+    assert made == {s.file.name for s in wanted if s.file.parent.name == "images"}, \
+        "docs/images/ holds other pictures than scripts/screenshots.py makes"
+    stale = []
+    with screenshots.browser() as b:
+        for shot in wanted:
+            new = screenshots.take(b, shared_server, shot)
+            d = screenshots.difference(new, shot.file.read_bytes())
+            if d > TOLERANCE:
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                (ARTIFACTS / shot.file.name).write_bytes(new)
+                stale.append(f"{shot.name}: {d:.4%} of pixels differ")
+        # a changed page fails: the default page's picture against the page on another stage
+        explorer = next(s for s in wanted if s.name == "explorer-en")
+        other = screenshots.take(b, shared_server, replace(explorer, path=explorer.path + "&stage=scaled"))
+        changed = screenshots.difference(other, explorer.file.read_bytes())
+    assert not stale, ("pictures that no longer show the page (run `python scripts/screenshots.py` and commit "
+                       f"them; the new ones are in {ARTIFACTS}): " + "; ".join(stale))
+    assert changed > 100 * max(TOLERANCE, 1e-4), changed

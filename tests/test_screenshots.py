@@ -48,6 +48,10 @@ def test_the_docs_pictures_are_the_current_page(shared_server):
         for shot in wanted:
             new = screenshots.take(b, shared_server, shot)
             d = screenshots.difference(new, shot.file.read_bytes())
+            if d > TOLERANCE:  # once more: under the full suite's load one picture of seven (presenter-en)
+                # was taken before its colour bar was painted, 0.11 % of pixels; a changed page differs twice
+                new = screenshots.take(b, shared_server, shot)
+                d = min(d, screenshots.difference(new, shot.file.read_bytes()))
             if d > TOLERANCE:
                 ARTIFACTS.mkdir(parents=True, exist_ok=True)
                 (ARTIFACTS / shot.file.name).write_bytes(new)
@@ -58,4 +62,5 @@ def test_the_docs_pictures_are_the_current_page(shared_server):
         changed = screenshots.difference(other, explorer.file.read_bytes())
     assert not stale, ("pictures that no longer show the page (run `python scripts/screenshots.py` and commit "
                        f"them; the new ones are in {ARTIFACTS}): " + "; ".join(stale))
+    print(f"another stage: {changed:.2%} of pixels differ")
     assert changed > 100 * max(TOLERANCE, 1e-4), changed

@@ -70,7 +70,7 @@ def shots() -> list[Shot]:
     return out
 
 
-def _settle(page, quiet: float = 0.5, timeout: float = 60) -> None:
+def _settle(page, quiet: float = 0.8, timeout: float = 60) -> None:
     """Until the figures and the page's text have stopped changing for ``quiet`` seconds and
     Streamlit has finished its run."""
     deadline = time.time() + timeout
@@ -98,7 +98,7 @@ def take(browser, url: str, shot: Shot) -> bytes:
             raise RuntimeError(f"{shot.name}: the page shows an exception")
         if shot.scroll_to:
             page.evaluate(f"() => document.getElementById({shot.scroll_to!r}).scrollIntoView({{block: 'start'}})")
-            _settle(page, quiet=0.3)
+            _settle(page, quiet=0.5)
         page.evaluate("() => document.fonts.ready")
         page.mouse.move(0, 0)
         time.sleep(0.3)

@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def command() -> str:
-    found = shutil.which("attention-explorer")
+    import sys  # the script pip installed beside this interpreter, else whatever PATH finds (a pyenv shim)
+
+    beside = Path(sys.executable).parent / "attention-explorer"
+    found = str(beside) if beside.is_file() else shutil.which("attention-explorer")
     if found is None:
         pytest.fail("no attention-explorer on PATH: install the project (`pip install --no-deps -e .`)")
     return found

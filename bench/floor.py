@@ -340,7 +340,7 @@ def code_state() -> dict:
         return r.stdout if r.returncode == 0 else None
 
 
-    changed = git("status", "--porcelain", "--", "explorer", "model", "assets", ".streamlit")
+    changed = git("status", "--porcelain", "--", "explorer", "model", ".streamlit")
     head = git("rev-parse", "--short", "HEAD")
     # porcelain lines are "XY path": the status's two columns, a space, the path (no strip: a
     # leading space is the X column of a file changed but not staged)

@@ -8,6 +8,7 @@ Limits (documented in the README and shown in the text box's help):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MAX_SENTENCES = 8
 MAX_CHARS = 400
@@ -25,6 +26,29 @@ VIEWS = ("stage", "all", "tokens", "position", "qkv", "scores", "output", "cell"
 INT_PARAMS = ("sentence", "layer", "head", "query", "key", "step")
 DEFAULT_TEXT = "hello world\n안녕하세요 여러분"
 DEFAULT_STAGE = "softmax"  # the stage the default page (view=stage) opens on
+
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"  # package data (pyproject.toml), in a wheel too
+
+
+def load_examples() -> list[str]:
+    """The sidebar's example texts: explorer/examples/*.txt, blocks between blank lines, # lines left out."""
+    out: list[str] = []
+    for path in sorted(EXAMPLES_DIR.glob("*.txt")):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        block: list[str] = []
+        for line in lines + [""]:
+            if line.startswith("#"):
+                continue
+            if line.strip():
+                block.append(line)
+            elif block:
+                out.append("\n".join(block))
+                block = []
+    return out
 
 
 @dataclass

@@ -33,26 +33,6 @@ from explorer.ui import busy, lang, sync_url, t
 from explorer.views import stages, style
 
 log = logging.getLogger("attention_explorer")
-EXAMPLES_DIR = ROOT / "assets" / "examples"
-
-
-def load_examples() -> list[str]:
-    out: list[str] = []
-    for path in sorted(EXAMPLES_DIR.glob("*.txt")):
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        block: list[str] = []
-        for line in lines + [""]:
-            if line.startswith("#"):
-                continue
-            if line.strip():
-                block.append(line)
-            elif block:
-                out.append("\n".join(block))
-                block = []
-    return out
 
 
 def sidebar_inputs() -> tuple[str, str]:
@@ -61,7 +41,7 @@ def sidebar_inputs() -> tuple[str, str]:
     sb.radio(i18n.t("language", lang()), i18n.LANGS, key="lang", horizontal=True,
              format_func=lambda x: i18n.LANG_NAMES[x])
     models_ui.picker(sb, keep("model", "seed"))  # built-in, configured and (local mode) typed models
-    examples = load_examples()
+    examples = inputs.load_examples()
 
     def use_example() -> None:
         ex = st.session_state.get("example")

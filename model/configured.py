@@ -1,7 +1,8 @@
 """The models a host offers beside the built-in ones: a TOML file of name -> path, description.
 
 Where the file is: ``$ATTENTION_EXPLORER_MODELS`` (a path), else ``models.toml`` in the project's
-root folder if there is one; neither: no configured models. The file::
+root folder if there is one (a checkout or an editable install; a wheel's package has no such folder:
+there, the variable or ``attention-explorer --models FILE``); neither: no configured models. The file::
 
     [models.gpt2-lecture]                   # the name: letters, digits, ".", "_", "-" (at most 40)
     path = "/srv/models/gpt2"               # a Hugging Face folder, a .gguf file or a seed

@@ -1,5 +1,5 @@
 """The Long text view in a browser (issue 34): the page's example button loads the shipped English and
-Korean text (assets/examples/long/ko_en.txt, 2,003 Gemma 3 tokens, four times the 512-token window) into the
+Korean text (explorer/examples/long/ko_en.txt, 2,003 Gemma 3 tokens, four times the 512-token window) into the
 text box of the test process's one streamlit server (tests/conftest.py); on Gemma 3 it shows the sliding
 window's band on a local layer (grey beyond it: the mask hides those squares), and the summaries show the
 global layers attending past the window where the local ones cannot."""

@@ -7,8 +7,10 @@
     attention-explorer export --model seed --text "hello world" --stages all   the exporter
 
 It runs ``streamlit run explorer/app.py`` with the app file of the installed package (not the
-current folder), with the server settings of the project's ``.streamlit/config.toml`` given as
-flags, so the page is the same whatever folder it is started from. Its options set the
+current folder), with the server settings of ``explorer/cli/streamlit-config.toml`` given as flags
+(package data: a copy of the checkout's ``.streamlit/config.toml``, which tests/test_command.py keeps
+the same), so the page is the same whatever folder it is started from, in a checkout, an editable
+install or a wheel (``pip install .``: the seed weights and the example texts are package data too). Its options set the
 environment variables the app reads (README, the host's guide); an access code is read only from
 ``ATTENTION_EXPLORER_ACCESS_CODE``, never from the command line (it would show in ``ps`` and the
 shell's history). ``attention-explorer export ...`` is ``python -m explorer.export ...``.
@@ -24,13 +26,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # explorer/
 APP = PACKAGE / "app.py"
-ROOT = PACKAGE.parent  # the checkout (or, for an editable install, its folder)
-CONFIG = ROOT / ".streamlit" / "config.toml"
+CONFIG = PACKAGE / "cli" / "streamlit-config.toml"  # = the checkout's .streamlit/config.toml
 PROG = "attention-explorer"
 
 # option -> (environment variable, help); the value given is the variable's value
 ENV_OPTIONS = {
-    "--models": ("ATTENTION_EXPLORER_MODELS", "a models file (TOML) naming local checkpoints (default: models.toml)"),
+    "--models": ("ATTENTION_EXPLORER_MODELS", "a models file (TOML) naming local checkpoints (default: the checkout's models.toml, if any)"),
     "--cache": ("ATTENTION_EXPLORER_CACHE", "the folder of fetched weights (default ~/.cache/attention-explorer)"),
     "--state-dir": ("ATTENTION_EXPLORER_STATE_DIR",
                     "where the access limits and the class's poll answers are kept (shared by replicas)"),
@@ -72,23 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_flags(path: Path = CONFIG) -> list[str]:
-    """The settings of ``.streamlit/config.toml`` as ``streamlit run`` flags (``--section.key value``)."""
+    """The server settings (``.streamlit/config.toml``) as ``streamlit run`` flags (``--section.key value``)."""
     out: list[str] = []
     for section, values in tomllib.loads(path.read_text(encoding="utf-8")).items():
         for key, value in values.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             out += [f"--{section}.{key}", text]
     return out
-
-
-def missing_data() -> list[str]:
-    """What the app needs beside its Python files and does not find: the server settings and the
-    shipped seed weights, which live in the checkout (not in a package installed with a plain
-    ``pip install .``)."""
-    from model.registry import SEED_TOKENIZER, SEED_WEIGHTS
-
-    wanted = [CONFIG, SEED_WEIGHTS["seed"], SEED_TOKENIZER]
-    return [str(p) for p in wanted if not Path(p).is_file()]
 
 
 def plan(a: argparse.Namespace, extra: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -132,13 +123,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--port {a.port}: use 1..65535")
     if a.max_tokens is not None and not a.max_tokens.isdigit():
         parser.error(f"--max-tokens {a.max_tokens}: a whole number")
-    missing = missing_data()
-    if missing:
-        parser.exit(2, f"{PROG}: error: the app's data files are not installed: {', '.join(missing)}.\n"
-                       "They live in the project's checkout (the server settings in .streamlit/ and the seed "
-                       "weights in assets/), which `pip install .` does not copy. Install the checkout "
-                       "editable instead (`pip install -e .` in it), or run `streamlit run explorer/app.py` "
-                       "from it.\n")
     env, command = plan(a, extra)
     if a.print_command:
         for name, value in env.items():

@@ -647,14 +647,14 @@ LESSONS = LESSONS + (
 # T×T pattern); its figures are the long view's (explorer/views/long.py), made by long_figures for the
 # page and the handout alike. Words: "lesson.window.*".
 
-LONG_TEXT_FILE = Path(__file__).resolve().parents[2] / "assets" / "examples" / "long" / "ko_en.txt"
+LONG_TEXT_FILE = Path(__file__).resolve().parents[1] / "examples" / "long" / "ko_en.txt"  # package data
 LONG_QUERY = 1500  # the query the question asks about (the text's last when it is shorter)
 WINDOW_BINS = (0.01, 0.1, 0.5)  # above exactly 0: under 1 %, 1 to 10 %, 10 to 50 %, 50 % or more
 LONG_FIGURES = ("local", "global", "summaries")  # the part's layer and head; the asked layer, same head; all
 
 
 def long_example() -> str:
-    """The shipped long text (assets/examples/long/ko_en.txt): original prose on attention, English and
+    """The shipped long text (explorer/examples/long/ko_en.txt): original prose on attention, English and
     Korean paragraphs in turn (2,000 or so Gemma 3 tokens)."""
     return LONG_TEXT_FILE.read_text(encoding="utf-8").strip("\n")
 

@@ -1,6 +1,6 @@
 """The seed Transformer from its safetensors file (the shipped weights or a user's), or untrained.
 
-    load_seed_file("assets/seed-reverse.safetensors", name="seed")
+    load_seed_file("model/assets/seed-reverse.safetensors", name="seed")
     random_seed_model(d_model=64, n_heads=2)     # untrained, any shape, seeded
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from model.files.tokenizer import char_tokenizer
 from model.runtime.base import HookedModel
 from model.runtime.errors import WeightsError
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"  # model/files/ -> the project root
+ASSETS = Path(__file__).resolve().parents[1] / "assets"  # model/assets/: package data (pyproject.toml), in a wheel too
 SEED_TOKENIZER = ASSETS / "seed-tokenizer.json"
 MAX_TABLE_POSITIONS = 65_536  # the sinusoidal table a seed configuration may ask for (the shipped: 512)
 

@@ -76,6 +76,15 @@ def test_the_packaged_server_settings_are_the_checkouts():
         "change both, or: cp .streamlit/config.toml explorer/cli/streamlit-config.toml"
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (it may have exited already: then its own error is the one shown)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
 def health(proc: subprocess.Popen, port: int, seconds: float) -> bytes:
     """What the server ``proc`` answers on /_stcore/health within ``seconds`` (b"" if nothing)."""
     deadline = time.time() + seconds
@@ -96,8 +105,7 @@ def test_the_command_starts_a_server_that_answers():
     try:
         assert health(proc, port, 120) == b"ok", f"no health answer (exit status {proc.poll()})"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop(proc)
 
 
 # what `pip wheel` is not given: the checkout's build litter and caches (.gitignore), never its .git
@@ -176,5 +184,4 @@ def test_a_wheel_installed_away_from_the_checkout_runs(tmp_path):
 
         assert health(server, port, 60) == b"ok", f"no health answer (exit status {server.poll()})"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        stop(server)

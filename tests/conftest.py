@@ -73,6 +73,27 @@ else:
 os.environ.pop("ATTENTION_EXPLORER_ACCESS_CODE", None)
 
 
+# The order in which the suite's two workers take the test files (pyproject.toml: --dist loadfile with
+# --no-loadscope-reorder; pytest-xdist would otherwise hand out the files with the most tests first,
+# which leaves the long browser and server files, with one or a few tests each, for last, one worker
+# finishing them while the other idles). The longest files go first (the longest-processing-time rule),
+# by their summed time in a full quiet run (bench/results/suite-time-20261128.txt); every other file
+# follows in its usual order. A renamed file only loses its place.
+LONGEST_FIRST = [
+    "test_e2e.py", "test_export.py", "test_fuzz.py", "test_serve.py", "test_bench_floor.py", "test_poll_e2e.py",
+    "test_lessons.py", "test_lessons_e2e.py", "test_analysis_e2e.py", "test_e2e_phone.py", "test_screenshots.py",
+    "test_bench_baseline.py", "test_patching_e2e.py", "test_app_block.py", "test_bench.py",
+    "test_decoding_export.py", "test_supervise.py", "test_whatif_app.py", "test_patching.py", "test_faults.py",
+    "test_long_e2e.py", "test_offline.py", "test_analysis.py", "test_sampling.py", "test_decoding.py",
+    "test_decoding_e2e.py", "test_family_words.py", "test_docs.py", "test_presenter_e2e.py", "test_notebooks.py",
+]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's tests keep their order
+
+
 @pytest.fixture(scope="module")
 def seed():
     return model.load("seed", random=True)

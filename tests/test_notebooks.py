@@ -63,6 +63,31 @@ def test_show_is_the_pages_figure_and_words(seed):
         explorer.show(seed, texts, stage="whatif_pattern")
 
 
+def test_show_draws_every_stage_of_every_block(seed):
+    """Every stage the seed model has, in each of its three blocks, through ``explorer.show``: a figure
+    with data and the words of that stage, in English and in Korean (the stages that compare with a
+    second run get one: an edited run, a second sentence of as many tokens for patching). Layer 0:
+    a stage such as qk_terms draws its split there only, and says so in a later layer."""
+    import explorer
+    from explorer.views import stages
+
+    texts = ["hello world", "dcba"]
+    shown_stages = set()
+    for block in stages.blocks_for(seed.info):
+        for sid in explorer.stage_ids(seed, block):
+            extra = {"edits": "temperature=2"} if stages.REGISTRY[sid].needs == "edited" else \
+                {"compare": "dlrow olleh"} if stages.REGISTRY[sid].needs == "other" else {}
+            for lang in ("en", "ko"):
+                shown = explorer.show(seed, texts, stage=sid, block=block, layer=0, head=1, lang=lang, **extra)
+                assert shown.stage == sid and shown.figure.data, (block, sid, lang)
+                assert shown.title.strip() and shown.explanation.strip(), (block, sid, lang)
+                assert bool(HANGUL.search(shown.title + shown.explanation)) == (lang == "ko"), (block, sid, lang, shown.title)
+            shown_stages.add(sid)
+    # every stage of the registry that applies to the seed model in some block was shown
+    assert shown_stages == {s for s in stages.STAGE_IDS if any(stages.applies(s, seed.info, b) for b in stages.blocks_for(seed.info))}
+    assert len(shown_stages) >= 20, sorted(shown_stages)
+
+
 def test_show_escapes_the_run_s_text(seed):
     """Tokens in the words are text, never markup, in the HTML and the Markdown a notebook renders."""
     import explorer

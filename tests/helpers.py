@@ -100,6 +100,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def health(proc: subprocess.Popen, port: int, seconds: float) -> bytes:
+    """b"ok" once the local server ``proc`` answers so on /_stcore/health within ``seconds``, else b""
+    (it exited, or never answered ok)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return b"ok"
+        except OSError:
+            pass
+        time.sleep(0.3)
+    return b""
+
+
 @contextmanager
 def streamlit_process(log: Path | None = None, env: dict | None = None, script: str = "explorer/app.py"):
     """``streamlit run SCRIPT`` on a free local port until the block ends; yields (its URL, the process)
@@ -116,15 +131,7 @@ def streamlit_process(log: Path | None = None, env: dict | None = None, script: 
         env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
+        if health(proc, port, 120) != b"ok":
             pytest.fail(f"streamlit did not become healthy (exit code {proc.poll()}; log: {log})")
         yield url, proc
     finally:

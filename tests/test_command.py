@@ -10,13 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import free_port
+from helpers import free_port, health
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,18 +81,6 @@ def stop(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait(timeout=30)
-
-
-def health(proc: subprocess.Popen, port: int, seconds: float) -> bytes:
-    """What the server ``proc`` answers on /_stcore/health within ``seconds`` (b"" if nothing)."""
-    deadline = time.time() + seconds
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                return r.read().strip()
-        except OSError:
-            time.sleep(0.3)
-    return b""
 
 
 def test_the_command_starts_a_server_that_answers():

@@ -14,7 +14,6 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import model
 from explorer import i18n
 from explorer.lessons import catalog
 from explorer.lessons.page import md
@@ -27,14 +26,17 @@ REAL = {"minilm", "smollm2", "gemma3"}
 
 @pytest.fixture(scope="module")
 def models():
-    cache = {}
+    """The models as the page has them: explorer/state.py's process-wide cache, which calls
+    ``model.load(name)`` (for the seeds, without its fallback to untrained weights: asserted), so the
+    pages this file renders find them loaded instead of reading the weights a second time."""
+    from explorer import state
 
     def get(name):
         if name in REAL and not fetch.is_fetched(name):
             pytest.skip(f"{name} is not fetched (python -m model.fetch {name})")
-        if name not in cache:
-            cache[name] = model.load(name)
-        return cache[name]
+        m, notice = state.load_model(name)
+        assert notice is None, notice  # the shipped weights, not the untrained fallback
+        return m
     return get
 
 
@@ -46,17 +48,28 @@ def figures(lesson, models, reveal: bool = False) -> int:
         + sum(len(p.long_reveal if reveal else p.long) for p in lesson.parts)  # a long part's figures
 
 
-_LONG_RUNS: dict = {}  # a long lesson's runs (a forward of some 2,000 tokens) made once for this file
+_RUNS: dict = {}  # (lesson, texts) -> its parts' runs: made once for this file (several tests ask again)
 
 
 def lesson_runs(lesson, texts, models):
-    if lesson.is_long:
-        key = (lesson.number, tuple(texts))
-        if key not in _LONG_RUNS:
-            _LONG_RUNS.clear()
-            _LONG_RUNS[key] = [catalog.run_part(p, models(p.model), texts) for p in lesson.parts]
-        return _LONG_RUNS[key]
-    return [catalog.run_part(p, models(p.model), texts) for p in lesson.parts]
+    """The lesson's parts' live runs (catalog.run_part, as the handout and the exporter make them), made
+    once per lesson and text for this file. A long part's run is the page's own instead (explorer/state.py's
+    long_run and long_summaries, at the page's token bound): one forward of some 2,000 Gemma 3 tokens that
+    the page rendered here then shows, rather than the same forward made twice (catalog.run_part's long
+    branch calls the same two functions of model/analysis/long.py)."""
+    key = (lesson.number, tuple(texts))
+    if key not in _RUNS:
+        _RUNS[key] = [long_part_run(p, texts[0], models) if p.is_long else catalog.run_part(p, models(p.model), texts)
+                      for p in lesson.parts]
+    return _RUNS[key]
+
+
+def long_part_run(part, text: str, models) -> catalog.PartRun:
+    from explorer import inputs, state
+
+    m, bound = models(part.model), inputs.long_token_bound(state.HOSTED)
+    lr = state.long_run(part.model, text, bound)
+    return catalog.PartRun(part, None, m.info, long=lr, summaries=state.long_summaries(part.model, text, bound))
 
 
 # --- the answers, from the tensors ------------------------------------------------------------------

@@ -137,7 +137,8 @@ def serve(*args: str, env: dict | None = None, timeout: float = 300):
 async def wrong_codes(port: int, forwarded_for: str, *, seconds: float = 0.0, blast: int = 0) -> list[float]:
     """One page (a websocket through the balancer, from ``forwarded_for`` behind the trusted proxy)
     that submits wrong codes: for ``seconds``, each the moment the last is answered (returns the
-    times of the answers), or ``blast`` of them at once without waiting (then returns [])."""
+    times of the answers), or ``blast`` of them at once without waiting (then returns one time: the
+    seconds from the first of them until the end of the 8 s given the server to answer them)."""
     import asyncio
 
     from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -179,6 +180,7 @@ async def wrong_codes(port: int, forwarded_for: str, *, seconds: float = 0.0, bl
 
         await send(None)
         await answered()
+        t_blast = time.monotonic()
         for i in range(blast):
             await send(f"blast-{i}")
         times: list[float] = []
@@ -189,6 +191,7 @@ async def wrong_codes(port: int, forwarded_for: str, *, seconds: float = 0.0, bl
             times.append(time.monotonic() - t0)
         if blast:
             await asyncio.sleep(8)
+            return [time.monotonic() - t_blast]
         return times
 
 
@@ -264,10 +267,19 @@ def test_serve_sh_generates_a_code_shown_once_that_opens_the_page_and_guards_its
         gaps = [b - a for a, b in zip([0.0] + times, times)]
         assert 3 <= len(times) <= 4, times
         assert all(g >= 0.95 for g in gaps[:2]) and all(g >= 4.9 for g in gaps[2:]), gaps
-        asyncio.run(wrong_codes(port, "192.0.2.62", blast=100))
+        # A hundred sent at once: one compared at a time, each after the last one's pause, the waiting
+        # ones folded into one rerun. So no more are compared than the pauses let start within the
+        # blast's time: the one-by-one page above started its comparisons at 0 and at each answer
+        # (about 0, 1, 2, 7, 12 s). Quiet, the hundred reach the server within a second and two or
+        # three are compared; beside two CPU burners they trickle in for longer and four were (a
+        # bound of 3 failed there). Compared one by one on threads of their own (fastReruns on),
+        # the count would be near 100.
+        (blast_s,) = asyncio.run(wrong_codes(port, "192.0.2.62", blast=100))
+        starts = [0.0] + times
         with sqlite3.connect(run / "state" / "limits.sqlite3") as db:
             rows = dict(db.execute("SELECT key, n FROM failures").fetchall())
-        assert rows["addr:192.0.2.61"] == len(times) and rows["addr:192.0.2.62"] <= 3, rows
+        assert rows["addr:192.0.2.61"] == len(times), rows
+        assert 1 <= rows["addr:192.0.2.62"] <= sum(s <= blast_s for s in starts), (rows, blast_s, starts)
 
         conf = (run / "nginx.conf").read_text()
         assert "set_real_ip_from 127.0.0.1;" in conf and "real_ip_recursive on;" in conf

@@ -23,11 +23,13 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from explorer import i18n
+from explorer.fastpath import make_figure, plain_dict
 from explorer.views import stages as views
 from explorer.views.theme import DEFAULT_THEME, apply_theme, get_theme
 
 from .animation import gif_bytes, pdf_pages_bytes
-from .renderer import ANIMATED_FORMATS, FORMATS, IMAGE_FORMATS, export_size, figure_bytes, table_bytes
+from .renderer import (ANIMATED_FORMATS, FORMATS, IMAGE_FORMATS, export_size, figure_bytes, png_and_svg,
+                       table_bytes)
 
 @dataclass(frozen=True)
 class ExportMeta:
@@ -74,6 +76,12 @@ def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) ->
     The caption is plain text: anything that looks like markup is escaped.
     """
     out = go.Figure(fig)
+    _caption(out, caption, theme)
+    return out
+
+
+def _caption(out: go.Figure, caption: str, theme: str) -> None:
+    """``with_caption`` on ``out`` itself."""
     t = get_theme(theme)
     safe = html.escape(caption, quote=False)
     title = out.layout.title
@@ -95,7 +103,6 @@ def with_caption(fig: go.Figure, caption: str, *, theme: str = DEFAULT_THEME) ->
                              "pad": {"t": 16, "l": 20}, "automargin": False,
                              "subtitle": {"text": subtitle, "font": {"size": t.caption_size}}},
                       margin={"t": int(max(top, out.layout.margin.t or 0))})
-    return out
 
 
 _UNSAFE = re.compile(r"[^\w.-]+", flags=re.UNICODE)
@@ -140,15 +147,42 @@ def file_stem(meta: ExportMeta) -> str:
                      f"L{meta.layer}", f"H{meta.head}", *extra, stage])
 
 
+# what a template given as {} is once plotly has validated it (it marks a template set on purpose)
+_NO_TEMPLATE = ({}, {"data": {"scatter": [{"type": "scatter"}]}})
+
+
 def prepare(fig: go.Figure, meta: ExportMeta | None, *, theme: str = DEFAULT_THEME,
-            caption: str | None = None) -> go.Figure:
-    """The figure as it is exported: themed, with its caption, at the export size."""
-    out = apply_theme(fig, theme)
+            caption: str | None = None, subtitle: str = "") -> go.Figure:
+    """The figure as it is exported: themed, with its caption, at the export size. ``subtitle``: lines
+    under the title, above the caption (``stage_item``: the shape the figure draws), already escaped.
+
+    One validated copy of the figure is made (``apply_theme``'s), without the figure's template, which
+    goes back into the result as the dict it was: plotly validates a template's ~40 trace types each
+    time a figure holding one is copied (~15 ms), and the three copies that the shape line, the theme and
+    the caption each made cost a teacher's ZIP of the seed's 43 stages (presentation theme) 6.6 CPU-s
+    before its first image; now 4.1, most of it the theme's own updates. The figure it gives is the
+    same (the same JSON for every stage, theme and language). The result is a figure of plain dicts
+    (explorer/fastpath.py): what the renderer sends, read (tests, ``step_figures``) as any figure,
+    never changed afterwards.
+    """
+    d = plain_dict(fig)
+    layout = dict(d.get("layout") or {})
+    template = layout.pop("template", None)
+    out = apply_theme(make_figure(d.get("data") or [], {**layout, "template": {}}, d.get("frames")), theme)
+    if subtitle:
+        old = out.layout.title.subtitle.text if out.layout.title.subtitle and out.layout.title.subtitle.text else ""
+        out.update_layout(title_subtitle_text=(old + "<br>" if old else "") + subtitle)
     if meta is not None or caption:
-        out = with_caption(out, caption or default_caption(meta), theme=theme)  # type: ignore[arg-type]
-    w, h = export_size(fig, theme)
+        _caption(out, caption or default_caption(meta), theme)  # type: ignore[arg-type]
+    w, h = export_size(out, theme)
     out.update_layout(width=w, height=h)
-    return out
+    d = out.to_dict()
+    if d["layout"].get("template") in _NO_TEMPLATE:  # the theme kept the figure's template
+        if template is None:
+            d["layout"].pop("template", None)
+        else:
+            d["layout"]["template"] = template
+    return make_figure(d["data"], d["layout"], d.get("frames"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,12 +223,15 @@ Progress = Callable[[int, int, str], None]  # (done, total, what)
 
 def render_items(items: Sequence[Item], formats: Iterable[str], *, scale: float = 2,
                  progress: Progress | None = None) -> Iterable[tuple[str, ExportMeta, str, bytes]]:
-    """Yield (file name, meta, format, bytes) for every item and format, in order."""
+    """Yield (file name, meta, format, bytes) for every item and format, in order. Asked for both, a
+    figure's PNG and SVG come from one drawing (renderer.png_and_svg)."""
     formats = check_formats(formats)
     total = sum(1 for it in items for f in formats if f != "csv" or it.df is not None)
+    both = {"png", "svg"} <= set(formats)
     done = 0
     for it in items:
         stem = file_stem(it.meta)
+        drawn: dict[str, bytes] = {}
         for fmt in formats:
             if fmt == "csv":
                 if it.df is None:
@@ -204,6 +241,9 @@ def render_items(items: Sequence[Item], formats: Iterable[str], *, scale: float 
                 data = gif_bytes(it.fig)
             elif fmt == "pdf" and it.fig.frames:  # a timeline: a page per frame (PNG/SVG: the step it opens at)
                 data = pdf_pages_bytes(it.fig)
+            elif both and fmt in ("png", "svg"):
+                drawn = drawn or png_and_svg(it.fig, scale=scale)
+                data = drawn[fmt]
             else:
                 data = figure_bytes(it.fig, fmt, scale=scale)
             done += 1
@@ -287,10 +327,8 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
     edits = run_edits if edits is None else edits
     compare = run_compare if compare is None else compare
     said = views.stage_words(stage_id, cache, info, sel, lang, **options)
-    shape = said["shape"]
+    shape, shown = said["shape"], ""
     if shape:  # a slide states the shape of what it draws, as the page does
-        fig = go.Figure(fig)
-        old = fig.layout.title.subtitle.text if fig.layout.title.subtitle and fig.layout.title.subtitle.text else ""
         lines, line = [], ""
         for part in shape.split("; "):  # one line per ~100 characters, never a clipped one
             if line and len(line) + len(part) + 2 > 100:
@@ -300,7 +338,6 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
                 line = f"{line}; {part}" if line else part
         lines.append(line)
         shown = "<br>".join(html.escape(x, quote=False) for x in lines)
-        fig.update_layout(title_subtitle_text=(old + "<br>" if old else "") + shown)
     meta = ExportMeta(model=model_name, sentence=sel.sentence, text=text, block=sel.block,
                       layer=sel.layer, head=sel.head, stage=stage_id,
                       stage_title=views.stage_title(stage_id, lang, sel.block), stage_index=order.index(stage_id) + 1,
@@ -308,7 +345,7 @@ def stage_item(stage_id: str, cache, info, sel, *, model_name: str, text: str,
                       words=(("title", said["title"]), ("formula", said["formula"] or ""),
                              ("explanation", said["explain"])))
     cap = views.caption(model_name, text, sel, stage_id, lang=lang, edits=edits, compare=compare)
-    return Item(prepare(fig, meta, theme=theme, caption=cap), df, meta)
+    return Item(prepare(fig, meta, theme=theme, caption=cap, subtitle=shown), df, meta)
 
 
 def stage_items(cache, info, sel, *, model_name: str, text: str,

@@ -8,6 +8,7 @@ Pure Python (no Streamlit), four modules:
     __main__   the command line: python -m explorer.export --model seed --text "hello" ...
 
     png = figure_bytes(fig, "png", scale=2)
+    files = png_and_svg(fig, scale=2)            # {"png": .., "svg": ..}: one drawing for both
     gif = gif_bytes(fig)                         # every frame of a timeline; pdf_pages_bytes(fig)
     data = bundle_zip(run, info, sel, model_name="seed", text="...", formats=("png", "pdf"))
 """
@@ -17,13 +18,13 @@ from .bundles import (ExportMeta, Item, Written, app_version, bundle_zip, check_
                       stage_items, with_caption, zip_items)
 from .renderer import (_RENDERER, ANIMATED_FORMATS, BROWSER_CANDIDATES, FORMATS, IMAGE_FORMATS, INSTALL_COMMAND, MIME,
                        RENDER_TIMEOUT_S, START_TIMEOUT_S, ExportError, ExportUnavailable, browser_path,
-                       cjk_font_missing, export_size, figure_bytes, has_cjk, shutdown, table_bytes,
+                       cjk_font_missing, export_size, figure_bytes, has_cjk, png_and_svg, shutdown, table_bytes,
                        unavailable_reason, warm_up)
 
 __all__ = ["ExportMeta", "Item", "Written", "app_version", "bundle_zip", "check_formats", "default_caption",
            "file_stem", "manifest", "prepare", "render_items", "shorten", "slugify", "stage_ids", "stage_item",
            "stage_items", "with_caption", "zip_items", "BROWSER_CANDIDATES", "FORMATS", "IMAGE_FORMATS",
            "INSTALL_COMMAND", "MIME", "RENDER_TIMEOUT_S", "START_TIMEOUT_S", "ExportError", "ExportUnavailable",
-           "browser_path", "cjk_font_missing", "export_size", "figure_bytes", "has_cjk", "shutdown",
+           "browser_path", "cjk_font_missing", "export_size", "figure_bytes", "has_cjk", "png_and_svg", "shutdown",
            "table_bytes", "unavailable_reason", "warm_up", "_RENDERER", "ANIMATED_FORMATS", "current_figure",
            "gif_bytes", "has_frames", "pdf_pages_bytes", "step_figures"]

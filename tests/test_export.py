@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from helpers import cli, run_cli, streamlit_server
+from helpers import cli, run_cli
 
 import model
 from explorer import export as ex
@@ -44,6 +44,20 @@ def svg_texts(data: bytes) -> list[str]:
     root = ET.fromstring(data)  # raises on malformed XML
     assert root.tag.endswith("svg")
     return ["".join(el.itertext()) for el in root.iter() if el.tag.endswith("text")]
+
+
+def kill_browser(k) -> None:
+    """SIGKILL the chromium that the kaleido ``k`` started: the browser itself, not only the small Python
+    wrapper choreographer starts it under (``k.subprocess``), which would leave the browser running. The
+    wrapper exits when its browser does."""
+    import signal
+
+    import psutil
+
+    browsers = psutil.Process(k.subprocess.pid).children()
+    assert browsers, "the wrapper has started no browser"
+    for proc in browsers:
+        os.kill(proc.pid, signal.SIGKILL)
 
 
 def heatmap(tokens: list[str]) -> go.Figure:
@@ -141,12 +155,11 @@ def test_concurrent_exports_each_get_their_own_image():
 
 @needs_chromium
 def test_a_crashed_chromium_is_replaced_without_waiting_for_the_timeout():
-    import signal
     import time
 
     fig = heatmap(list("ab"))
     ex.figure_bytes(fig, "png", scale=1, width=300, height=200)
-    os.kill(ex._RENDERER._kaleido.subprocess.pid, signal.SIGKILL)  # the chromium we started
+    kill_browser(ex._RENDERER._kaleido)  # the chromium we started
     time.sleep(0.5)
     t0 = time.perf_counter()
     assert png_size(ex.figure_bytes(fig, "png", scale=1, width=300, height=200)) == (300, 200)
@@ -154,38 +167,46 @@ def test_a_crashed_chromium_is_replaced_without_waiting_for_the_timeout():
 
 
 @needs_chromium
-def test_a_tab_that_served_many_renders_draws_what_a_fresh_one_draws(monkeypatch, selection):
+def test_a_tab_that_served_many_renders_draws_what_a_fresh_one_draws(monkeypatch, bundle_run, bundle_items):
     """The export browser reloads a tab only every RELOAD_EVERY renders (renderer._kaleido_class):
     a figure drawn on a tab that has drawn others is byte for byte the figure drawn on a freshly
-    loaded tab, across different stage figures (PNG compared byte for byte; SVG by its text, as its
-    clip-path ids differ from render to render)."""
+    loaded tab, across different stage figures. The bundle's files (below: every stage in PNG, SVG and
+    PDF, in turn, on a tab reloaded every 16 renders) are compared with the first six stages drawn again
+    here, each on a tab reloaded just before (PNG compared byte for byte; SVG by its text, as its
+    clip-path ids differ from render to render). Then a reload comes every RELOAD_EVERY-th render.
+
+    The bundle's PNGs were painted from their SVG's drawing (renderer.png_and_svg); those drawn here
+    by plotly's own PNG export: byte for byte the same images."""
     from explorer.export import renderer
 
-    m, cache, sel, texts = selection
-    items = ex.stage_items(cache, m.info, sel, model_name="seed", text=texts[0])[:6]
-    assert len(items) == 6
+    bundle, painted = bundle_run
+    assert renderer.RELOAD_EVERY > 1 and painted == len(bundle_items)
+    items = bundle_items[:6]
+    stems = [ex.file_stem(it.meta) for it in items]
+    reused = [bundle.read(f"{s}.png") for s in stems] + [svg_texts(bundle.read(f"{s}.svg")) for s in stems]
 
-    def draw_all():
-        return [ex.figure_bytes(it.fig, "png", scale=1) for it in items] + \
-            [svg_texts(ex.figure_bytes(it.fig, "svg")) for it in items]
-
+    ex.warm_up()
+    k = ex._RENDERER._kaleido
     reloads = []
-    monkeypatch.setattr(renderer, "RELOAD_EVERY", 1)  # stock kaleido: a reload after every render
-    ex.shutdown()
-    fresh = draw_all()
+    reload = k._reload
 
-    class Counted(renderer._kaleido_class()):
-        async def _reload(self, tab):
-            reloads.append(tab)
-            await super()._reload(tab)
+    async def counted(tab):
+        reloads.append(tab)
+        await reload(tab)
+
+    monkeypatch.setattr(k, "_reload", counted)
+    monkeypatch.setattr(renderer, "RELOAD_EVERY", 1)  # stock kaleido: a reload after every render
+    small = heatmap(list("ab"))
+    ex.figure_bytes(small, "svg", width=300, height=200)  # reloaded after it: the next render draws on a fresh tab
+    fresh = [ex.figure_bytes(it.fig, "png", scale=2) for it in items] + \
+        [svg_texts(ex.figure_bytes(it.fig, "svg")) for it in items]
+    assert fresh == reused
 
     monkeypatch.setattr(renderer, "RELOAD_EVERY", 5)
-    monkeypatch.setattr(renderer, "_kaleido_class", lambda: Counted)
-    ex.shutdown()
-    reused = draw_all()
-    ex.shutdown()
-    assert reused == fresh
-    assert len(reloads) == len(fresh) // 5  # one tab: reloaded after each fifth render
+    for _ in range(11):  # the 5th and the 10th are followed by a reload (each render waits for the one before)
+        ex.figure_bytes(small, "svg", width=300, height=200)
+    assert k is ex._RENDERER._kaleido  # one browser, one tab throughout
+    assert len(reloads) == 1 + len(fresh) + 2
 
 
 @needs_chromium
@@ -226,11 +247,27 @@ def selection():
 
 
 @pytest.fixture(scope="module")
-def bundle(selection):
+def bundle_items(selection):
+    """Every stage of the selection, as ``bundle_zip`` exports it (``stage_items`` then ``zip_items``)."""
     m, cache, sel, texts = selection
-    data = ex.bundle_zip(cache, m.info, sel, model_name="seed", text=texts[0],
-                         formats=["png", "svg", "pdf", "csv"], theme="presentation", lang="ko")
-    return zipfile.ZipFile(io.BytesIO(data))
+    return ex.stage_items(cache, m.info, sel, model_name="seed", text=texts[0], theme="presentation", lang="ko")
+
+
+@pytest.fixture(scope="module")
+def bundle_run(bundle_items):
+    """The ZIP of every stage in every format, and how many of its PNGs were painted from their SVG's
+    drawing (renderer.png_and_svg) rather than drawn again."""
+    painted = []
+    rasterize = ex._RENDERER.rasterize
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ex._RENDERER, "rasterize", lambda *args: painted.append(args[1:]) or rasterize(*args))
+        data = ex.zip_items(bundle_items, ["png", "svg", "pdf", "csv"], theme="presentation", lang="ko")
+    return zipfile.ZipFile(io.BytesIO(data)), len(painted)
+
+
+@pytest.fixture(scope="module")
+def bundle(bundle_run):
+    return bundle_run[0]
 
 
 @needs_chromium
@@ -351,9 +388,11 @@ def test_cli_writes_one_file_per_stage_and_format(tmp_path, tiny):
     """"--stages all" writes a file for every stage this model has, named after it, and a table for
     those that have one; a few stages in the default formats (png, svg, pdf) write one file per stage and
     format. Every stage in every image format goes through the same render_items in the bundle above
-    (test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_file)."""
+    (test_bundle_has_every_stage_in_every_format_and_its_manifest_lists_every_file), in the
+    presentation theme, as the few stages here: "all" is drawn in the screen theme, whose figures are
+    quicker to make."""
     out = tmp_path / "slides"
-    r = cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1",
+    r = cli("--model", tiny, "--text", KO_TEXT, "--layer", "1", "--head", "1", "--theme", "screen",
                 "--stages", "all", "--format", "svg,csv", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "exporting" in r.stderr  # the progress bar
@@ -412,14 +451,15 @@ def test_missing_chromium_raises_export_unavailable_with_the_install_command(mon
     assert ex.table_bytes(pd.DataFrame({"안": [1.0]}, index=["a"])).decode("utf-8-sig").startswith(",안")
 
 
-def test_cli_without_chromium_says_what_to_install_and_csv_still_works(tmp_path, tiny):
-    env = {"BROWSER_PATH": str(tmp_path / "no-such-chromium")}
-    r = run_cli("--model", tiny, "--text", "hi", "--format", "png", "--out", str(tmp_path / "a"),
-                env=env)
+def test_cli_without_chromium_says_what_to_install_and_csv_still_works(monkeypatch, tmp_path, tiny):
+    """In this process (``cli``): the renderer reads BROWSER_PATH when it looks for a browser, so the
+    environment is the one set here; the exporter as its own process is run by
+    test_cli_missing_weights_names_the_command."""
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
+    r = cli("--model", tiny, "--text", "hi", "--format", "png", "--out", str(tmp_path / "a"))
     assert r.returncode == 3 and "apt-get install -y chromium fonts-noto-cjk" in r.stderr
     assert "Traceback" not in r.stderr
-    r = run_cli("--model", tiny, "--text", "hi", "--format", "csv", "--out", str(tmp_path / "b"),
-                "--quiet", env=env)
+    r = cli("--model", tiny, "--text", "hi", "--format", "csv", "--out", str(tmp_path / "b"), "--quiet")
     assert r.returncode == 0, r.stderr
     assert len(list((tmp_path / "b").glob("*.csv"))) >= 1
 
@@ -485,16 +525,12 @@ def test_the_export_settings_are_kept_while_their_section_is_closed():
 # End to end: a real server, a real browser, real downloads
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def app_server():
-    with streamlit_server() as url:
-        yield url
-
-
 @pytest.mark.e2e
 @needs_chromium
 @pytest.mark.timeout(900)
-def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(app_server, tmp_path):
+def test_teacher_downloads_a_png_and_a_zip_from_the_running_app(shared_server, tmp_path):
+    """On the test process's shared server (conftest.py), started once for every browser test's file."""
+    app_server = shared_server
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=ex.browser_path(), headless=True,
@@ -574,22 +610,21 @@ def test_the_exporters_csv_neutralises_a_typed_formula(tmp_path):
 
 @needs_chromium
 def test_a_browser_killed_while_starting_is_started_again_and_reported_truthfully(monkeypatch):
-    """The first chromium dies during its cold start (really killed): the renderer starts another
-    and the export succeeds; if every start fails, the message says so (not 'install chromium')."""
-    import signal
-
+    """The first chromium dies during its cold start (really killed, once it answers and before its
+    page is loaded): the renderer starts another and the export succeeds; if every start fails, the
+    message says so (not 'install chromium')."""
     from explorer.export import renderer
 
     real = renderer._kaleido_class()
     kills = {"left": 1}
 
     class DiesWhileStarting(real):
-        async def open(self):
-            await super().open()
+        async def _conform_tabs(self, tabs=None):  # the browser is up; its tab is not on the page yet
             if kills["left"] > 0:
                 kills["left"] -= 1
-                os.kill(self.subprocess.pid, signal.SIGKILL)  # the chromium this start launched
+                kill_browser(self)  # the chromium this start launched
                 raise RuntimeError("browser process exited during start")
+            await super()._conform_tabs(tabs)
 
     monkeypatch.setattr(renderer, "_kaleido_class", lambda: DiesWhileStarting)
     ex.shutdown()  # a cold start

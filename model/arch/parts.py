@@ -29,6 +29,15 @@ from model.arch.family import Family, Rope
 from model.arch.positional import sinusoidal
 from model.runtime.hooks import HookPoint, active
 
+def embedding(n: int, d: int) -> nn.Embedding:
+    """``nn.Embedding(n, d)``; on the meta device (a loader's empty model, filled from a file next)
+    without its N(0, 1) start: torch's meta ``normal_`` imports torch._dynamo, 1.3-1.4 CPU-s on the
+    first load of every process (the app's, a notebook's), for values that are thrown away."""
+    if torch.empty(0).is_meta:  # the default device is meta (``with torch.device("meta")``)
+        return nn.Embedding(n, d, _weight=torch.empty(n, d))
+    return nn.Embedding(n, d)
+
+
 # --- masks and the key/value cache --------------------------------------------------------------
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """True where the key is a real token. ids: (B, T) -> (B, 1, 1, T)."""
@@ -264,7 +273,7 @@ class RelativeBias(nn.Module):
 
     def __init__(self, n_buckets: int, n_heads: int, max_distance: int, bidirectional: bool) -> None:
         super().__init__()
-        self.embed = nn.Embedding(n_buckets, n_heads)
+        self.embed = embedding(n_buckets, n_heads)
         self.n_buckets, self.max_distance, self.bidirectional = n_buckets, max_distance, bidirectional
 
     def forward(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
@@ -562,11 +571,11 @@ class Stack(nn.Module):
         super().__init__()
         self.f, self.causal = f, causal
         d = f.d_model
-        self.embed = nn.Embedding(f.vocab_size, d)
-        self.type_embed = nn.Embedding(f.type_vocab_size, d) if f.type_vocab_size else None
+        self.embed = embedding(f.vocab_size, d)
+        self.type_embed = embedding(f.type_vocab_size, d) if f.type_vocab_size else None
         self.hook_embed = HookPoint()  # (B, T, d) token embeddings (× embed_scale; + token type 0)
         if f.positions == "learned":
-            self.pos_embed = nn.Embedding(f.max_len + f.pos_offset, d)
+            self.pos_embed = embedding(f.max_len + f.pos_offset, d)
         if f.positions == "sinusoidal":
             self.register_buffer("pe", sinusoidal_table(f), persistent=False)  # (max_len, d)
         if f.positions in ("learned", "sinusoidal"):

@@ -572,10 +572,11 @@ def write_gguf(name: str, path: Path, quantize: bool = False) -> None:
 def same_as_folder(info, names, got, want, out, want_out) -> None:
     """Every hook and the logits of a GGUF's run agree with its folder's as far as float32 allows.
 
-    The weights are equal, but not bit for bit the products: a folder's tensors are mapped from the
-    safetensors file at 8-byte offsets, a GGUF's at 32-byte ones, and the matrix kernels take
-    alignment-dependent paths (on an AMD EPYC of this machine kind, qwen2's hook_k differed by
-    4.8e-7 with the weights equal). The tolerance is tests/float32.py's estimate."""
+    The weights are equal, but not bit for bit the products: the two loaders' tensors sit at different
+    memory alignments (seen: 24 or 56 bytes past a 64-byte boundary for the folder's, 0, 16, 32 or 48
+    for the GGUF's), and the matrix kernels' rounding depends on it (on an AMD EPYC of this machine
+    kind, qwen2's hook_k differed by 4.8e-7 with the weights equal). The tolerance is
+    tests/float32.py's estimate."""
     for hook in names:
         a, b = got[hook], want[hook]
         finite = torch.isfinite(b)  # the masked scores' -inf: in the same places, compared as such
@@ -684,8 +685,8 @@ def test_the_llama_gguf_fixture_reads_as_its_folder():
     want_out, want = folder.run_with_cache(meta["sentences"])
     assert got.token_ids == meta["input_ids"] and got.tokens == want.tokens
     same_as_folder(m.info, folder.hook_names, got, want, out, want_out)
-    # the mistake the Q/K row order guards against: read without llama.cpp's permutation undone,
-    # the queries are far outside the tolerance
+    # a mistake of the kind the Q/K row order guards against (the queries' dimensions out of order,
+    # a stand-in for llama.cpp's permutation left undone) is far outside the tolerance
     permuted = got["decoder.blocks.0.self_attn.hook_q"].flip(-1)
     assert not float32.close(permuted, want["decoder.blocks.0.self_attn.hook_q"], m.info)
     assert m.tokenizer.decode(got.token_ids[1]) == meta["sentences"][1]

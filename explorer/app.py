@@ -29,6 +29,8 @@ from explorer import access, edges, preload, warm  # noqa: E402  (light: no torc
 # a host that asks for an access code (ATTENTION_EXPLORER_REQUIRE_ACCESS_CODE=1) and gives none gets no
 # server at all, with a message that says what to set, rather than a demo that runs open
 access.check_required()
+# a websocket frame larger than Streamlit accepts from a page is refused before it is read (explorer/edges.py)
+edges.bound_frames()
 
 PAGE = Path(__file__).resolve().parent / "main.py"
 

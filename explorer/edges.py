@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 log = logging.getLogger("attention_explorer")
 
@@ -90,6 +91,40 @@ def back_message_kind(data: bytes) -> str | None:
     return kind
 
 
+def frame_bound() -> int:
+    """The largest websocket frame a page may send: Streamlit's own bound on what it accepts from a
+    page (``server.maxWidgetStateSize``, 1 MB in .streamlit/config.toml)."""
+    from streamlit.runtime import runtime_util  # noqa: PLC0415
+
+    return runtime_util.get_max_widget_state_size_bytes()
+
+
+def bound_frames() -> bool:
+    """Refuse a larger frame at its header, before it is read. Called while uvicorn imports the app.
+
+    Streamlit 1.67 gives its websocket transport (uvicorn's ``ws_max_size``) the bound of the messages
+    it *sends* (``server.maxMessageSize``, 50 MB here: a page's figures), and checks what a page sends
+    against maxWidgetStateSize only once the whole frame is in memory. A 24 MB frame was read whole,
+    then closed (1009): three of them left the server 47-59 MB larger. With the transport's bound set
+    to what Streamlit accepts anyway, the frame is refused from its length (the same 1009) and its
+    bytes are never kept. Nothing a page of this app sends comes near it (a full text box is ~26 kB).
+
+    ``streamlit run`` makes uvicorn's Config first, then uvicorn imports this app from it
+    (``Config.load``); each new connection reads ``config.ws_max_size``. The Config is the ``self`` of
+    a frame that is importing us. Not found (AppTest, a plain import): False, nothing changed.
+    tests/test_edges.py proves the bound on a real server (no whole-frame warning in its log)."""
+    import uvicorn  # noqa: PLC0415  (Streamlit's own server)
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        config = frame.f_locals.get("self")
+        if isinstance(config, uvicorn.Config):
+            config.ws_max_size = min(config.ws_max_size, frame_bound())
+            return True
+        frame = frame.f_back
+    return False
+
+
 def back_allowed(kind: str | None) -> bool:
     if kind is None:
         return True  # not a BackMsg: Streamlit refuses it (closes the connection with 1002)
@@ -133,6 +168,8 @@ class Edges:
                 message = await receive()
                 if message.get("type") != "websocket.receive" or message.get("bytes") is None:
                     return message
+                if len(message["bytes"]) > frame_bound():
+                    return message  # not parsed here: Streamlit closes it (1009) before it parses it
                 what = back_message_kind(message["bytes"])
                 if back_allowed(what):
                     return message

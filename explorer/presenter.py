@@ -30,6 +30,7 @@ PARAM = "present"
 ENV = "ATTENTION_EXPLORER_PUBLIC_URL"
 THEME = "presentation"  # explorer/views/theme.py: the figures' look on the projector
 FIGURE_HEIGHT_SCALE = 1.25  # the figures grow with their type
+ROOT_PX = 24  # the projector's type: the page's root font size (CSS below); Streamlit sizes text in rem
 QR_PX = 360  # the QR image's width on screen, about (whole modules)
 MAX_URL = 4000  # longer bases/hosts are refused; longer share URLs simply do not fit a QR code
 
@@ -192,9 +193,53 @@ def presented(fig):
     out = apply_theme(fig, THEME)
     if out.layout.height:
         out.update_layout(height=round(out.layout.height * FIGURE_HEIGHT_SCALE))
+    pin_rem_sizes(out)
     if shared:
         own["_presented"] = out
     return out
+
+
+# Streamlit's plotly theme (st.plotly_chart's default, theme="streamlit") fills the sizes a figure
+# leaves unset from its own sizes in rem, converted to pixels from the page's root font size *when the
+# chart first draws*, and never again. Presenter mode raises the root font size with CSS that may land
+# before or after the first figure draws (the order is Streamlit's): drawn before, the colour bar's
+# padding, the axis titles' standoff and the margins' padding stay at 16 px sizes, the plot area is
+# 40 px wider, and it stays so for that page. Measured: 1 page load in 8-20 beside two busy cores.
+# These are the sizes Streamlit's plotly theme gives at ROOT_PX, written into the figure, where the
+# figure's own values win over any theme, whenever the CSS lands. (name: rem) from the theme's source
+# (streamlit 1.67, frontend PlotlyChart: fontSizes twoSm 0.75, sm 0.875, md 1; spacing twoXS 0.25,
+# sm 0.5, xl 1.25, twoXL 1.5; tests/test_presenter.py reads them from the installed Streamlit).
+_REM_SIZES = {
+    "layout": {"font.size": 0.75, "title.font.size": 1.0, "title.pad.l": 0.25, "legend.font.size": 0.75,
+               "legend.title.font.size": 0.75, "margin.pad": 0.5, "hoverlabel.font.size": 0.75},
+    "xaxis": {"title.font.size": 0.875, "title.standoff": 1.25, "tickfont.size": 0.75},
+    "yaxis": {"title.font.size": 0.875, "title.standoff": 1.5, "tickfont.size": 0.75},
+    "coloraxis": {"colorbar.xpad": 1.5, "colorbar.title.font.size": 0.875, "colorbar.tickfont.size": 0.75},
+}
+
+
+def _get(obj, path: str):
+    for part in path.split("."):
+        obj = obj[part] if part in obj else None
+        if obj is None:
+            return None
+    return obj
+
+
+def pin_rem_sizes(fig, root_px: int = ROOT_PX) -> None:
+    """Write into ``fig`` (in place) each size Streamlit's plotly theme would otherwise compute from
+    the root font size at draw time (``_REM_SIZES``), as pixels at ``root_px``; a size the figure
+    sets itself is kept."""
+    lay = fig.layout
+    holders = [("layout", lay)]
+    for key in lay:
+        kind = key.rstrip("0123456789")
+        if kind in ("xaxis", "yaxis", "coloraxis") and lay[key] is not None:
+            holders.append((kind, lay[key]))
+    for kind, holder in holders:
+        for path, rem in _REM_SIZES[kind].items():
+            if _get(holder, path) is None:
+                holder.update({path.replace(".", "_"): round(rem * root_px)})
 
 
 # --- on the page -----------------------------------------------------------------------------
@@ -202,12 +247,14 @@ def presented(fig):
 STATE = "_present"  # the flag, for the whole session (the URL follows it)
 TOGGLE_ON, TOGGLE_OFF = "present_toggle_on", "present_toggle_off"
 # constant CSS (no user text): larger type everywhere (Streamlit sizes text in rem), the download
-# buttons under the figures hidden (leave presenter mode to download)
-CSS = """<style>
-html { font-size: 24px; }
+# buttons under the figures hidden (leave presenter mode to download), and the help icons at 1rem
+# (Streamlit sets their size in pixels from the root font size when they first draw, which may be
+# before this CSS lands: 16 or 24 px from one page load to the next)
+CSS = f"<style>\nhtml {{ font-size: {ROOT_PX}px; }}" + """
 .stMainBlockContainer { padding-left: 2rem; padding-right: 2rem; max-width: 100%; }
 [data-testid="stDownloadButton"] { display: none; }
 .st-key-presenter-qr img { image-rendering: pixelated; }
+[data-testid="stTooltipIcon"] svg { width: 1rem; height: 1rem; }
 </style>"""
 
 

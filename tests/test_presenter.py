@@ -153,6 +153,84 @@ def test_a_presented_figure_is_themed_taller_and_made_once_per_shared_figure(see
     assert presenter.presented(shared) is presenter.presented(shared)  # shared: themed once
 
 
+def test_a_presented_figure_carries_every_size_streamlit_would_take_from_the_root_font(seed, run):
+    """The sizes Streamlit's plotly theme computes from the root font size at draw time are in the
+    presented figure itself (so the figure is drawn the same whether presenter mode's CSS landed
+    before or after it); a size the theme of the figure sets (its fonts) is kept."""
+    from explorer.views import stages
+
+    sel = stages.Selection(seed.info.name, 0, 0, 0, stages.blocks_for(seed.info)[0])
+    fig, _ = stages.stage_figure("softmax", run, seed.info, sel)
+    out = presenter.presented(fig)
+    theme = get_theme(presenter.THEME)
+    px = presenter.ROOT_PX
+    assert out.layout.font.size == theme.font_size and out.layout.xaxis.tickfont.size == theme.tick_size
+    assert out.layout.coloraxis.colorbar.xpad == round(1.5 * px)
+    assert out.layout.yaxis.title.standoff == round(1.5 * px) and out.layout.xaxis.title.standoff == round(1.25 * px)
+    assert out.layout.margin.pad == round(0.5 * px) and out.layout.legend.font.size == round(0.75 * px)
+    assert out.layout.hoverlabel.font.size == round(0.75 * px)
+
+
+def _streamlit_plotly_rem_sizes() -> dict[str, float]:
+    """From the installed Streamlit's frontend (the bundled PlotlyChart module): every size in its
+    plotly theme that it computes from rem at draw time, as {path: rem}."""
+    import re
+
+    import streamlit
+
+    js = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    src = "".join(f.read_text(encoding="utf-8") for f in js.glob("PlotlyChart*.js"))
+    head = re.search(r"let\{genericFonts:\w+,colors:\w+,fontSizes:(\w+)\}=(\w+),\w+=\{", src)
+    assert head, "Streamlit's plotly theme was not found in its frontend (a Streamlit upgrade?)"
+    fonts_var, theme_var = head.groups()
+    tables = "".join(f.read_text(encoding="utf-8") for f in js.glob("*.js") if "twoXL:`" in f.read_text(encoding="utf-8"))
+    def table(first):  # noqa: E306  the rem table that begins with ``first`` (fontSizes, spacing)
+        m = re.search(first + r"[^}]*", tables)
+        return {k: float(v) for k, v in re.findall(r"(\w+):`([0-9.]+)rem`", m.group(0))}
+    fonts, spacing = table(r"twoSm:`0.75rem`,sm:"), table(r"twoXS:`0.25rem`,xs:")
+    # parse the object literal after the header: keys, nested objects, leaves up to "," or "}"
+    text, i, out, path = src, head.end(), {}, []
+    depth_keys = []
+    while True:
+        m = re.match(r"\s*(\w+|\"[^\"]+\"):", text[i:])
+        if m:
+            key = m.group(1).strip('"')
+            i += m.end()
+            if text[i] == "{":
+                depth_keys.append(key)
+                i += 1
+                continue
+            j, level = i, 0
+            while level > 0 or text[j] not in ",}":
+                level += text[j] in "([{"
+                level -= text[j] in ")]}"
+                j += 1
+            leaf = text[i:j]
+            f = re.fullmatch(r"\w+\(" + fonts_var + r"\.(\w+)\)", leaf)
+            s = re.fullmatch(r"\w+\(" + theme_var + r"\.spacing\.(\w+)\)", leaf)
+            if f or s:
+                out[".".join(depth_keys + [key])] = fonts[f.group(1)] if f else spacing[s.group(1)]
+            i = j
+        if text[i] == ",":
+            i += 1
+        elif text[i] == "}":
+            if not depth_keys:
+                return out
+            depth_keys.pop()
+            i += 1
+        elif not m:
+            raise AssertionError(f"unexpected text in Streamlit's plotly theme: {text[i:i + 40]!r}")
+
+
+def test_the_pinned_sizes_are_those_of_the_installed_streamlit():
+    """``presenter._REM_SIZES`` is Streamlit's own list (read from its frontend): a Streamlit that sizes
+    one more thing from rem, or another size, fails here. Ternary plots: the app draws none."""
+    theirs = {k: v for k, v in _streamlit_plotly_rem_sizes().items() if not k.startswith("ternary")}
+    ours = {(k if kind == "layout" else f"{kind}.{k}"): v
+            for kind, sizes in presenter._REM_SIZES.items() for k, v in sizes.items()}
+    assert theirs and ours == theirs
+
+
 # --- the page (AppTest) --------------------------------------------------------------------------
 
 def app(**params) -> AppTest:

@@ -48,8 +48,10 @@ def test_the_docs_pictures_are_the_current_page(shared_server):
         for shot in wanted:
             new = screenshots.take(b, shared_server, shot)
             d = screenshots.difference(new, shot.file.read_bytes())
-            if d > TOLERANCE:  # once more: under the full suite's load one picture of seven (presenter-en)
-                # was taken before its colour bar was painted, 0.11 % of pixels; a changed page differs twice
+            if d > TOLERANCE:  # once more, in case a page was caught mid-draw; a changed page differs twice.
+                # (Presenter mode's pictures once differed by 0.28-0.37 % in 1 load of 3-20 under load: its
+                # CSS landed before or after Streamlit sized the figures and help icons from the root font
+                # size. Mended in explorer/presenter.py, pin_rem_sizes and CSS; not by this retry.)
                 new = screenshots.take(b, shared_server, shot)
                 d = min(d, screenshots.difference(new, shot.file.read_bytes()))
             if d > TOLERANCE:

@@ -218,28 +218,36 @@ _REM_SIZES = {
 }
 
 
-def _get(obj, path: str):
-    for part in path.split("."):
-        obj = obj[part] if part in obj else None
-        if obj is None:
-            return None
-    return obj
-
-
 def pin_rem_sizes(fig, root_px: int = ROOT_PX) -> None:
     """Write into ``fig`` (in place) each size Streamlit's plotly theme would otherwise compute from
     the root font size at draw time (``_REM_SIZES``), as pixels at ``root_px``; a size the figure
-    sets itself is kept."""
-    lay = fig.layout
-    holders = [("layout", lay)]
-    for key in lay:
-        kind = key.rstrip("0123456789")
-        if kind in ("xaxis", "yaxis", "coloraxis") and lay[key] is not None:
-            holders.append((kind, lay[key]))
-    for kind, holder in holders:
+    sets itself is kept. All in one update of the layout: plotly validates each update, and one per
+    size cost twice as much (bench/results/presenter-race-20261129.txt)."""
+    own = fig.layout.to_plotly_json()
+    holders = [("layout", "", own)] + [(key.rstrip("0123456789"), key, own[key]) for key in own
+                                       if key.rstrip("0123456789") in ("xaxis", "yaxis", "coloraxis")]
+    named = {key for _, key, _ in holders}
+    used = {"xaxis", "yaxis"}  # the default axes, drawn whether or not the figure names them
+    for trace in fig.data:  # colour axes named only by their traces
+        for holder in (trace, getattr(trace, "marker", None)):
+            ref = getattr(holder, "coloraxis", None) if holder is not None else None
+            if ref:
+                used.add(ref)
+    holders += [(key.rstrip("0123456789"), key, {}) for key in sorted(used - named)]
+    update: dict = {}
+    for kind, key, values in holders:
         for path, rem in _REM_SIZES[kind].items():
-            if _get(holder, path) is None:
-                holder.update({path.replace(".", "_"): round(rem * root_px)})
+            parts = path.split(".")
+            node = values
+            for part in parts:
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                target = update.setdefault(key, {}) if key else update
+                for part in parts[:-1]:
+                    target = target.setdefault(part, {})
+                target[parts[-1]] = round(rem * root_px)
+    if update:
+        fig.update_layout(update)
 
 
 # --- on the page -----------------------------------------------------------------------------

@@ -39,8 +39,13 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 STILL_CSS = "*, *::before, *::after { caret-color: transparent !important; animation: none !important; " \
             "transition: none !important; }"
 PLOTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(d => d.data && d.data.length).length"""
+# what must stop changing before a picture is taken: the figures' data, their geometry as plotly last
+# laid them out (a margin pushed by a colour bar moves the plot area after the first draw), and the text
 STATE_JS = """() => JSON.stringify([Array.from(document.querySelectorAll('.js-plotly-plot'))
-    .map(d => (d.data || []).map(t => t.z || t.y || null)), document.body.innerText.length])"""
+    .map(d => [(d.data || []).map(t => t.z || t.y || null),
+               d._fullLayout && d._fullLayout._size ? [d._fullLayout.width, d._fullLayout.height,
+                   d._fullLayout._size.l, d._fullLayout._size.r, d._fullLayout._size.t, d._fullLayout._size.b] : null]),
+    document.body.innerText.length])"""
 
 
 @dataclass(frozen=True)

@@ -137,19 +137,25 @@ def test_a_url_too_long_for_any_qr_code_gives_none():
     assert presenter.qr_png("https://x.example/?text=" + "%EC%95%88" * 1200) is None
 
 
-def test_a_presented_figure_is_themed_taller_and_made_once_per_shared_figure(seed, run):
-    from explorer import fastpath
+def _softmax(seed, run):
+    """The seed's softmax-weights figure (layer 0, head 0, its first block), as the page draws it."""
     from explorer.views import stages
 
     sel = stages.Selection(seed.info.name, 0, 0, 0, stages.blocks_for(seed.info)[0])
-    fig, _ = stages.stage_figure("softmax", run, seed.info, sel)
+    return stages.stage_figure("softmax", run, seed.info, sel)[0]
+
+
+def test_a_presented_figure_is_themed_taller_and_made_once_per_shared_figure(seed, run):
+    from explorer import fastpath
+
+    fig = _softmax(seed, run)
     before = fig.to_json()
     out = presenter.presented(fig)
     assert out.layout.font.size == get_theme(presenter.THEME).font_size
     assert out.layout.height == round(fig.layout.height * presenter.FIGURE_HEIGHT_SCALE)
     assert fig.to_json() == before  # the figure itself is untouched
     assert presenter.presented(fig) is not out  # not shared: themed anew
-    shared = fastpath.share(stages.stage_figure("softmax", run, seed.info, sel)[0])
+    shared = fastpath.share(_softmax(seed, run))
     assert presenter.presented(shared) is presenter.presented(shared)  # shared: themed once
 
 
@@ -157,11 +163,7 @@ def test_a_presented_figure_carries_every_size_streamlit_would_take_from_the_roo
     """The sizes Streamlit's plotly theme computes from the root font size at draw time are in the
     presented figure itself (so the figure is drawn the same whether presenter mode's CSS landed
     before or after it); a size the theme of the figure sets (its fonts) is kept."""
-    from explorer.views import stages
-
-    sel = stages.Selection(seed.info.name, 0, 0, 0, stages.blocks_for(seed.info)[0])
-    fig, _ = stages.stage_figure("softmax", run, seed.info, sel)
-    out = presenter.presented(fig)
+    out = presenter.presented(_softmax(seed, run))
     theme = get_theme(presenter.THEME)
     px = presenter.ROOT_PX
     assert out.layout.font.size == theme.font_size and out.layout.xaxis.tickfont.size == theme.tick_size
@@ -183,14 +185,13 @@ def _streamlit_plotly_rem_sizes() -> dict[str, float]:
     head = re.search(r"let\{genericFonts:\w+,colors:\w+,fontSizes:(\w+)\}=(\w+),\w+=\{", src)
     assert head, "Streamlit's plotly theme was not found in its frontend (a Streamlit upgrade?)"
     fonts_var, theme_var = head.groups()
-    tables = "".join(f.read_text(encoding="utf-8") for f in js.glob("*.js") if "twoXL:`" in f.read_text(encoding="utf-8"))
+    tables = "".join(t for t in (f.read_text(encoding="utf-8") for f in js.glob("*.js")) if "twoXL:`" in t)
     def table(first):  # noqa: E306  the rem table that begins with ``first`` (fontSizes, spacing)
         m = re.search(first + r"[^}]*", tables)
         return {k: float(v) for k, v in re.findall(r"(\w+):`([0-9.]+)rem`", m.group(0))}
     fonts, spacing = table(r"twoSm:`0.75rem`,sm:"), table(r"twoXS:`0.25rem`,xs:")
     # parse the object literal after the header: keys, nested objects, leaves up to "," or "}"
-    text, i, out, path = src, head.end(), {}, []
-    depth_keys = []
+    text, i, out, depth_keys = src, head.end(), {}, []
     while True:
         m = re.match(r"\s*(\w+|\"[^\"]+\"):", text[i:])
         if m:
